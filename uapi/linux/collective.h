@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * collective: collective communication provided by the kernel.
+ *
+ * Copyright (C) 2026 The collective authors
+ */
+#ifndef _UAPI_LINUX_COLLECTIVE_H
+#define _UAPI_LINUX_COLLECTIVE_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define COLL_DEVICE_NAME "collective"
+#define COLL_TYPE ';'
+#define COLL_ABI_VERSION 1
+
+/**
+ * DOC: General ioctl format
+ *
+ * Every ioctl takes a pointer to a struct that starts with ``__u32 size``
+ * (the size of the struct as the caller knows it) and ``__u32 flags``.  The
+ * kernel accepts any size from the size of the first version of the struct
+ * upwards: a shorter caller struct is zero-extended, a longer one must have a
+ * zero tail.  Pointers and lengths are ``__aligned_u64``; fields the kernel
+ * writes are named ``out_*``.  Reserved fields must be zero.  A failed ioctl
+ * changes nothing that the caller can observe: no communicator is joined, no
+ * request is created and no user memory is written.
+ *
+ * Errors, as returned in errno:
+ *
+ * - ENOTTY: unknown ioctl command.
+ * - EINVAL: ``size`` shorter than the first version of the struct, a
+ *   non-zero reserved field, or a field out of range (rank >= nranks,
+ *   nranks == 0 or above %COLL_MAX_RANKS, root >= nranks, buffers given to
+ *   a barrier, send and receive buffers that overlap other than in the
+ *   documented in-place layouts, in-place AlltoAll of a different layout).
+ * - E2BIG: ``size`` larger than the kernel's struct with a non-zero tail.
+ * - EOPNOTSUPP: a flag, primitive, data type, reduction op or algorithm this
+ *   kernel does not know, or a feature reserved for later (remote ranks).
+ * - ENOENT: unknown communicator or request handle.
+ * - EFAULT: a pointer that cannot be read or written, or a buffer that
+ *   cannot be pinned.
+ * - EOVERFLOW: count * element size * nranks, or an address range, does not
+ *   fit in 64 bits (or exceeds %COLL_MAX_BYTES).
+ * - ENOMEM: out of memory, or pinning the buffers would exceed
+ *   RLIMIT_MEMLOCK (for callers without CAP_IPC_LOCK).
+ * - EBUSY: the rank is already taken in that communicator (joining a full
+ *   communicator).
+ * - EPROTO: the ranks of a communicator disagree: a different nranks for the
+ *   same id, or a collective whose primitive, count, type, op, root or
+ *   algorithm differs between ranks.  The collective fails on every rank
+ *   without touching any buffer; the communicator stays usable.
+ * - ETIMEDOUT: not every rank joined within the join timeout (for example a
+ *   wrong id), or a wait timed out (the request stays pending).
+ * - EAGAIN: COLL_TEST on a request that is not complete yet.
+ * - ECONNRESET: a peer rank left the communicator (closed its descriptor,
+ *   destroyed the communicator or was killed).  Every pending and later
+ *   collective on that communicator fails with it.
+ * - EINTR: the caller got a fatal signal while waiting.
+ */
+
+/* Limits */
+#define COLL_MAX_RANKS		1024
+#define COLL_MAX_BYTES		(1ULL << 40)
+#define COLL_ID_BYTES		16
+
+enum {
+	COLL_CMD_BASE = 0x80,
+	COLL_CMD_INFO = COLL_CMD_BASE,
+	COLL_CMD_COMM_INIT,
+	COLL_CMD_COMM_DESTROY,
+	COLL_CMD_SUBMIT,
+	COLL_CMD_WAIT,
+	COLL_CMD_TEST,
+};
+
+/**
+ * struct coll_info - COLL_INFO: module-wide facts and counters
+ * @size: sizeof(struct coll_info)
+ * @flags: must be 0
+ * @out_abi_version: %COLL_ABI_VERSION
+ * @out_max_ranks: %COLL_MAX_RANKS
+ * @out_pinned_pages: pages pinned by the module right now, all processes
+ * @out_comms: live communicators (joined or joining), all processes
+ * @out_ops: collectives in flight, all processes
+ * @out_ops_total: collectives completed since load
+ * @out_bytes_total: user bytes moved by completed collectives since load
+ *
+ * Needs no communicator; any process that can open the device may ask.
+ */
+struct coll_info {
+	__u32 size;
+	__u32 flags;
+	__u32 out_abi_version;
+	__u32 out_max_ranks;
+	__aligned_u64 out_pinned_pages;
+	__aligned_u64 out_comms;
+	__aligned_u64 out_ops;
+	__aligned_u64 out_ops_total;
+	__aligned_u64 out_bytes_total;
+};
+#define COLL_INFO _IO(COLL_TYPE, COLL_CMD_INFO)
+
+/**
+ * struct coll_comm_init - COLL_COMM_INIT: join a communicator
+ * @size: sizeof(struct coll_comm_init)
+ * @flags: must be 0
+ * @nranks: number of ranks, 1..%COLL_MAX_RANKS
+ * @rank: this caller's rank, 0..@nranks-1
+ * @id: 128-bit communicator id; it acts as a secret.  Processes of one host
+ *      that join with the same id form one communicator.
+ * @timeout_ms: how long to wait for every rank to join; 0 means the module's
+ *              default (module parameter join_timeout_ms).  On ETIMEDOUT
+ *              the caller is not a member of anything.
+ * @nhosts: reserved for ranks on other hosts: must be 0 (EOPNOTSUPP
+ *          otherwise).  A later ABI version describes remote ranks through
+ *          @hosts_uptr without changing this layout.
+ * @hosts_uptr: reserved for ranks on other hosts: must be 0
+ * @out_comm: handle of the communicator, valid on this descriptor only
+ * @__reserved: must be 0
+ *
+ * Blocks until all @nranks ranks have joined (or a fatal signal, or the
+ * timeout).  The membership lives no longer than the descriptor that
+ * created it; one descriptor may be a member of several communicators.
+ */
+struct coll_comm_init {
+	__u32 size;
+	__u32 flags;
+	__u32 nranks;
+	__u32 rank;
+	__u8 id[COLL_ID_BYTES];
+	__u32 timeout_ms;
+	__u32 nhosts;
+	__aligned_u64 hosts_uptr;
+	__u32 out_comm;
+	__u32 __reserved;
+};
+#define COLL_COMM_INIT _IO(COLL_TYPE, COLL_CMD_COMM_INIT)
+
+/**
+ * struct coll_comm_destroy - COLL_COMM_DESTROY: leave a communicator
+ * @size: sizeof(struct coll_comm_destroy)
+ * @flags: must be 0
+ * @comm: handle from COLL_COMM_INIT
+ * @__reserved: must be 0
+ *
+ * Leaving makes every pending and later collective of the other ranks fail
+ * with ECONNRESET.  This rank's own pending requests fail the same way; their
+ * handles stay valid until waited on.
+ */
+struct coll_comm_destroy {
+	__u32 size;
+	__u32 flags;
+	__u32 comm;
+	__u32 __reserved;
+};
+#define COLL_COMM_DESTROY _IO(COLL_TYPE, COLL_CMD_COMM_DESTROY)
+
+/* Primitives.  Counts follow NCCL: see struct coll_op. */
+enum coll_prim {
+	COLL_ALLREDUCE = 0,
+	COLL_REDUCE,
+	COLL_REDUCESCATTER,
+	COLL_ALLGATHER,
+	COLL_BROADCAST,
+	COLL_SCATTER,
+	COLL_GATHER,
+	COLL_ALLTOALL,
+	COLL_BARRIER,
+	COLL_PRIM_MAX,
+};
+
+enum coll_dtype {
+	COLL_INT8 = 0,
+	COLL_UINT8,
+	COLL_INT32,
+	COLL_UINT32,
+	COLL_INT64,
+	COLL_UINT64,
+	COLL_FP16,
+	COLL_BF16,
+	COLL_FP32,
+	COLL_FP64,
+	COLL_DTYPE_MAX,
+};
+
+/*
+ * Reduction ops.  COLL_AVG is the sum computed in the element type (integers
+ * wrap) divided by nranks at the end (integers truncate toward zero).
+ * Floating-point results may differ from a sequential sum in rounding; the
+ * selftests state the bound per type.
+ */
+enum coll_redop {
+	COLL_SUM = 0,
+	COLL_PROD,
+	COLL_MIN,
+	COLL_MAX,
+	COLL_AVG,
+	COLL_REDOP_MAX,
+};
+
+/*
+ * Algorithms.  COLL_ALGO_AUTO lets the module choose (module parameter
+ * "algo" forces one).  Primitives with a single sensible schedule (Scatter,
+ * Gather, AlltoAll, Barrier) accept every value and run that schedule.
+ */
+enum coll_algo {
+	COLL_ALGO_AUTO = 0,
+	COLL_ALGO_RING,		/* reduce-scatter then all-gather, pipelined */
+	COLL_ALGO_DIRECT,	/* each rank reduces its slice reading all */
+	COLL_ALGO_NAIVE,	/* everything through the root (baseline) */
+	COLL_ALGO_MAX,
+};
+
+/* struct coll_op flags */
+#define COLL_OP_F_NONBLOCK	(1U << 0)	/* return a request handle */
+#define COLL_OP_F_ALL		(COLL_OP_F_NONBLOCK)
+
+/**
+ * struct coll_op - COLL_SUBMIT: run one collective
+ * @size: sizeof(struct coll_op)
+ * @flags: %COLL_OP_F_*
+ * @comm: communicator handle
+ * @prim: enum coll_prim
+ * @dtype: enum coll_dtype
+ * @redop: enum coll_redop (reducing primitives; must be 0 otherwise)
+ * @root: root rank (Reduce, Broadcast, Scatter, Gather; must be 0 otherwise)
+ * @algo: enum coll_algo
+ * @sendbuf: user address of the send buffer
+ * @recvbuf: user address of the receive buffer
+ * @count: element count, as NCCL defines it per primitive:
+ *
+ *   ==============  ===================  ===================
+ *   primitive       send elements        receive elements
+ *   ==============  ===================  ===================
+ *   AllReduce       count                count
+ *   Reduce          count                count (root only)
+ *   ReduceScatter   count * nranks       count
+ *   AllGather       count                count * nranks
+ *   Broadcast       count (root only)    count
+ *   Scatter         count * nranks(root) count
+ *   Gather          count                count * nranks (root)
+ *   AlltoAll        count * nranks       count * nranks
+ *   Barrier         0                    0
+ *   ==============  ===================  ===================
+ *
+ *   A buffer a rank does not use is ignored.  Barrier needs count == 0
+ *   and both buffers 0.  In-place operation uses the NCCL layouts:
+ *   sendbuf == recvbuf (AllReduce, Reduce, Broadcast, AlltoAll);
+ *   sendbuf == recvbuf + rank * count * esize (AllGather, Gather at root);
+ *   recvbuf == sendbuf + rank * count * esize (ReduceScatter, Scatter at
+ *   root).  Any other overlap is EINVAL.  Every rank must pass the same
+ *   prim, dtype, redop, root, algo and count (EPROTO otherwise).
+ * @out_req: request handle, with %COLL_OP_F_NONBLOCK
+ * @__reserved: must be 0
+ *
+ * Without %COLL_OP_F_NONBLOCK the call returns when the collective is
+ * complete on this rank.  With it, the call returns once the buffers are
+ * pinned and the request is queued; COLL_WAIT or COLL_TEST collect the
+ * result, and poll() on the descriptor reports EPOLLIN while a request of
+ * this descriptor is complete and not yet collected.  Collectives of one
+ * communicator are matched across ranks in the order each rank submits them.
+ */
+struct coll_op {
+	__u32 size;
+	__u32 flags;
+	__u32 comm;
+	__u32 prim;
+	__u32 dtype;
+	__u32 redop;
+	__u32 root;
+	__u32 algo;
+	__aligned_u64 sendbuf;
+	__aligned_u64 recvbuf;
+	__aligned_u64 count;
+	__u32 out_req;
+	__u32 __reserved;
+};
+#define COLL_SUBMIT _IO(COLL_TYPE, COLL_CMD_SUBMIT)
+
+/**
+ * struct coll_wait - COLL_WAIT / COLL_TEST: collect a request
+ * @size: sizeof(struct coll_wait)
+ * @flags: must be 0
+ * @req: handle from COLL_SUBMIT with %COLL_OP_F_NONBLOCK
+ * @timeout_ms: COLL_WAIT only: 0 waits forever; otherwise ETIMEDOUT after
+ *              that long with the request still pending.  Must be 0 for
+ *              COLL_TEST.
+ *
+ * The ioctl returns the request's own result (0, or an errno from the list
+ * above) and releases the handle, except for ETIMEDOUT (COLL_WAIT) and
+ * EAGAIN (COLL_TEST), which leave it pending.
+ */
+struct coll_wait {
+	__u32 size;
+	__u32 flags;
+	__u32 req;
+	__u32 timeout_ms;
+};
+#define COLL_WAIT _IO(COLL_TYPE, COLL_CMD_WAIT)
+#define COLL_TEST _IO(COLL_TYPE, COLL_CMD_TEST)
+
+#endif /* _UAPI_LINUX_COLLECTIVE_H */

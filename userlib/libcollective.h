@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libcollective: a small C library over /dev/collective.
+ *
+ * Every function returns 0 or a negative errno (see <linux/collective.h> for
+ * what each errno means); none sets errno.
+ */
+#ifndef LIBCOLLECTIVE_H
+#define LIBCOLLECTIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/collective.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct coll_comm coll_comm_t;	/* opaque */
+
+typedef struct {
+	uint8_t bytes[COLL_ID_BYTES];
+} coll_id_t;
+
+typedef struct {
+	coll_comm_t *comm;
+	uint32_t handle;
+} coll_req_t;
+
+/* Fresh random id (getrandom). */
+int coll_get_unique_id(coll_id_t *id);
+/* 32 hex digits <-> id; buf must hold 33 bytes. */
+int coll_id_to_str(const coll_id_t *id, char *buf, size_t len);
+int coll_id_from_str(coll_id_t *id, const char *str);
+
+/*
+ * Join a communicator: opens /dev/collective (or $COLL_DEVICE), blocks until
+ * all nranks joined or timeout_ms (0: module default) passed.
+ */
+int coll_comm_init(coll_comm_t **comm, int nranks, int rank,
+		   const coll_id_t *id, unsigned int timeout_ms);
+/* Same, from the environment the launcher sets: RANK, WORLD_SIZE, COLL_ID. */
+int coll_comm_init_env(coll_comm_t **comm);
+/* Leave and free.  Pending requests of other ranks fail with ECONNRESET. */
+int coll_comm_destroy(coll_comm_t *comm);
+int coll_comm_rank(const coll_comm_t *comm);
+int coll_comm_size(const coll_comm_t *comm);
+/* The descriptor, for poll(): EPOLLIN while a request is complete. */
+int coll_comm_fd(const coll_comm_t *comm);
+/* Algorithm for later calls on this communicator (enum coll_algo). */
+int coll_comm_set_algo(coll_comm_t *comm, int algo);
+
+/* Size in bytes of one element, or 0 for an unknown type. */
+size_t coll_dtype_size(int dtype);
+const char *coll_dtype_name(int dtype);
+const char *coll_redop_name(int redop);
+const char *coll_prim_name(int prim);
+const char *coll_algo_name(int algo);
+/* Message for a value these functions returned (negative or positive). */
+const char *coll_strerror(int err);
+
+/* Blocking primitives; counts as in struct coll_op. */
+int coll_allreduce(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		   size_t count, int dtype, int redop);
+int coll_reduce(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		size_t count, int dtype, int redop, int root);
+int coll_reducescatter(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		       size_t recvcount, int dtype, int redop);
+int coll_allgather(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		   size_t sendcount, int dtype);
+int coll_broadcast(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		   size_t count, int dtype, int root);
+int coll_scatter(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		 size_t recvcount, int dtype, int root);
+int coll_gather(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		size_t sendcount, int dtype, int root);
+int coll_alltoall(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		  size_t count, int dtype);
+int coll_barrier(coll_comm_t *c);
+
+/* Non-blocking primitives: *req is valid until coll_wait/coll_test ends it. */
+int coll_iallreduce(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		    size_t count, int dtype, int redop, coll_req_t *req);
+int coll_ireduce(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		 size_t count, int dtype, int redop, int root, coll_req_t *req);
+int coll_ireducescatter(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+			size_t recvcount, int dtype, int redop,
+			coll_req_t *req);
+int coll_iallgather(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		    size_t sendcount, int dtype, coll_req_t *req);
+int coll_ibroadcast(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		    size_t count, int dtype, int root, coll_req_t *req);
+int coll_iscatter(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		  size_t recvcount, int dtype, int root, coll_req_t *req);
+int coll_igather(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		 size_t sendcount, int dtype, int root, coll_req_t *req);
+int coll_ialltoall(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		   size_t count, int dtype, coll_req_t *req);
+int coll_ibarrier(coll_comm_t *c, coll_req_t *req);
+
+/* Generic form of all of the above (flags: COLL_OP_F_NONBLOCK). */
+int coll_submit(coll_comm_t *c, int prim, const void *sendbuf, void *recvbuf,
+		size_t count, int dtype, int redop, int root,
+		unsigned int flags, coll_req_t *req);
+
+/* 0 or the request's error; timeout_ms 0 waits forever (-ETIMEDOUT). */
+int coll_wait(coll_req_t *req, unsigned int timeout_ms);
+/* -EAGAIN while pending; otherwise as coll_wait. */
+int coll_test(coll_req_t *req);
+
+/* Module-wide counters (struct coll_info), from a fresh descriptor. */
+int coll_get_info(struct coll_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LIBCOLLECTIVE_H */
