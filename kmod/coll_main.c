@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * collective: collective communication as a device.
+ *
+ * The misc device /dev/collective, its descriptors, the ioctl table and the
+ * module parameters.  The ioctl ABI is uapi/linux/collective.h; dispatch
+ * follows drivers/iommu/iommufd/main.c: a table of (command, struct size,
+ * first-version size) and copy_struct_from_user(), so structs can grow.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "coll_loc.h"
+
+struct coll_stats coll_stats;
+struct workqueue_struct *coll_wq;
+
+unsigned int coll_join_timeout_ms = 30000;
+module_param_named(join_timeout_ms, coll_join_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(join_timeout_ms,
+		 "Default time COLL_COMM_INIT waits for all ranks (ms)");
+
+unsigned int coll_default_algo = COLL_ALGO_AUTO;
+module_param_named(algo, coll_default_algo, uint, 0644);
+MODULE_PARM_DESC(algo,
+		 "Algorithm for COLL_ALGO_AUTO: 0 auto (direct), 1 ring, 2 direct, 3 naive");
+
+unsigned int coll_ring_chunk_bytes = 256 << 10;
+module_param_named(ring_chunk_bytes, coll_ring_chunk_bytes, uint, 0644);
+MODULE_PARM_DESC(ring_chunk_bytes, "Ring pipelining chunk (bytes)");
+
+unsigned int coll_exec_chunk_bytes = 64 << 10;
+module_param_named(exec_chunk_bytes, coll_exec_chunk_bytes, uint, 0644);
+MODULE_PARM_DESC(exec_chunk_bytes,
+		 "Unit of work that one thread claims at a time (bytes)");
+
+static int coll_open(struct inode *inode, struct file *file)
+{
+	struct coll_file *cf;
+
+	cf = kzalloc(sizeof(*cf), GFP_KERNEL);
+	if (!cf)
+		return -ENOMEM;
+	kref_init(&cf->kref);
+	mutex_init(&cf->lock);
+	xa_init_flags(&cf->members, XA_FLAGS_ALLOC);
+	xa_init_flags(&cf->reqs, XA_FLAGS_ALLOC);
+	init_waitqueue_head(&cf->pollwq);
+	file->private_data = cf;
+	return 0;
+}
+
+void coll_file_release(struct kref *kref)
+{
+	struct coll_file *cf = container_of(kref, struct coll_file, kref);
+
+	xa_destroy(&cf->members);
+	xa_destroy(&cf->reqs);
+	mutex_destroy(&cf->lock);
+	kfree(cf);
+}
+
+/*
+ * The descriptor's last reference is gone (close, or the process died):
+ * leave every communicator, which fails the peers' pending collectives,
+ * and drop every request.  Buffers are unpinned as the last reference to
+ * each collective goes, once no executor can touch them.
+ */
+static int coll_release(struct inode *inode, struct file *file)
+{
+	struct coll_file *cf = file->private_data;
+	struct coll_req *req;
+	unsigned long index;
+
+	coll_comm_leave_all(cf);
+	xa_for_each(&cf->reqs, index, req) {
+		xa_erase(&cf->reqs, index);
+		coll_req_free(req);
+	}
+	kref_put(&cf->kref, coll_file_release);
+	return 0;
+}
+
+static __poll_t coll_poll(struct file *file, poll_table *wait)
+{
+	struct coll_file *cf = file->private_data;
+
+	poll_wait(file, &cf->pollwq, wait);
+	return coll_file_has_done(cf) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+static int coll_ioctl_info(struct coll_file *cf, void *karg)
+{
+	struct coll_info *arg = karg;
+
+	if (arg->flags)
+		return -EOPNOTSUPP;
+	arg->out_abi_version = COLL_ABI_VERSION;
+	arg->out_max_ranks = COLL_MAX_RANKS;
+	arg->out_pinned_pages = atomic64_read(&coll_stats.pinned_pages);
+	arg->out_comms = atomic64_read(&coll_stats.comms);
+	arg->out_ops = atomic64_read(&coll_stats.ops);
+	arg->out_ops_total = atomic64_read(&coll_stats.ops_total);
+	arg->out_bytes_total = atomic64_read(&coll_stats.bytes_total);
+	return 0;
+}
+
+static int coll_ioctl_comm_init(struct coll_file *cf, void *karg)
+{
+	return coll_comm_join(cf, karg);
+}
+
+static int coll_ioctl_comm_destroy(struct coll_file *cf, void *karg)
+{
+	struct coll_comm_destroy *arg = karg;
+
+	if (arg->flags)
+		return -EOPNOTSUPP;
+	if (arg->__reserved)
+		return -EINVAL;
+	return coll_comm_leave(cf, arg->comm);
+}
+
+static int coll_ioctl_submit(struct coll_file *cf, void *karg)
+{
+	return coll_op_submit(cf, karg);
+}
+
+static int coll_ioctl_wait(struct coll_file *cf, void *karg)
+{
+	return coll_op_wait(cf, karg, false);
+}
+
+static int coll_ioctl_test(struct coll_file *cf, void *karg)
+{
+	return coll_op_wait(cf, karg, true);
+}
+
+union coll_ucmd_buffer {
+	struct coll_info info;
+	struct coll_comm_init comm_init;
+	struct coll_comm_destroy comm_destroy;
+	struct coll_op op;
+	struct coll_wait wait;
+};
+
+struct coll_ioctl_op {
+	unsigned int size;
+	unsigned int min_size;
+	unsigned int ioctl_num;
+	bool copy_out;
+	int (*execute)(struct coll_file *cf, void *karg);
+};
+
+#define COLL_IOCTL_OP(_ioctl, _fn, _struct, _last, _out)		\
+	[_IOC_NR(_ioctl) - COLL_CMD_BASE] = {				\
+		.size = sizeof(_struct) +				\
+			BUILD_BUG_ON_ZERO(sizeof(union coll_ucmd_buffer) < \
+					  sizeof(_struct)),		\
+		.min_size = offsetofend(_struct, _last),		\
+		.ioctl_num = _ioctl,					\
+		.copy_out = _out,					\
+		.execute = _fn,						\
+	}
+
+static const struct coll_ioctl_op coll_ioctl_ops[] = {
+	COLL_IOCTL_OP(COLL_INFO, coll_ioctl_info, struct coll_info,
+		      out_bytes_total, true),
+	COLL_IOCTL_OP(COLL_COMM_INIT, coll_ioctl_comm_init,
+		      struct coll_comm_init, __reserved, true),
+	COLL_IOCTL_OP(COLL_COMM_DESTROY, coll_ioctl_comm_destroy,
+		      struct coll_comm_destroy, __reserved, false),
+	COLL_IOCTL_OP(COLL_SUBMIT, coll_ioctl_submit, struct coll_op,
+		      __reserved, true),
+	COLL_IOCTL_OP(COLL_WAIT, coll_ioctl_wait, struct coll_wait,
+		      timeout_ms, false),
+	COLL_IOCTL_OP(COLL_TEST, coll_ioctl_test, struct coll_wait,
+		      timeout_ms, false),
+};
+
+static long coll_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct coll_file *cf = file->private_data;
+	const struct coll_ioctl_op *op;
+	union coll_ucmd_buffer buf;
+	void __user *uarg = (void __user *)arg;
+	unsigned int nr = _IOC_NR(cmd);
+	u32 usize;
+	int ret;
+
+	if (nr < COLL_CMD_BASE || nr - COLL_CMD_BASE >= ARRAY_SIZE(coll_ioctl_ops))
+		return -ENOTTY;
+	op = &coll_ioctl_ops[nr - COLL_CMD_BASE];
+	if (op->ioctl_num != cmd)
+		return -ENOTTY;
+
+	if (get_user(usize, (u32 __user *)uarg))
+		return -EFAULT;
+	if (usize < op->min_size)
+		return -EINVAL;
+	ret = copy_struct_from_user(&buf, op->size, uarg, usize);
+	if (ret)
+		return ret;
+	/* The kernel's own struct size, whatever the caller's was. */
+	ret = op->execute(cf, &buf);
+	if (op->copy_out && !ret &&
+	    copy_to_user(uarg, &buf, min_t(u32, usize, op->size)))
+		return -EFAULT;
+	return ret;
+}
+
+static const struct file_operations coll_fops = {
+	.owner = THIS_MODULE,
+	.open = coll_open,
+	.release = coll_release,
+	.unlocked_ioctl = coll_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.poll = coll_poll,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice coll_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = COLL_DEVICE_NAME,
+	.fops = &coll_fops,
+	.mode = 0666,
+};
+
+static int __init coll_init(void)
+{
+	int ret;
+
+	coll_wq = alloc_workqueue("collective", WQ_UNBOUND, 0);
+	if (!coll_wq)
+		return -ENOMEM;
+	ret = misc_register(&coll_misc);
+	if (ret)
+		goto err_destroy_wq;
+	return 0;
+
+err_destroy_wq:
+	destroy_workqueue(coll_wq);
+	return ret;
+}
+
+static void __exit coll_exit(void)
+{
+	misc_deregister(&coll_misc);
+	destroy_workqueue(coll_wq);
+}
+
+module_init(coll_init);
+module_exit(coll_exit);
+
+MODULE_DESCRIPTION("Collective communication (AllReduce, AllGather, ...) as a device");
+MODULE_AUTHOR("The collective authors");
+MODULE_LICENSE("GPL");
