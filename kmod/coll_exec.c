@@ -288,6 +288,7 @@ static void coll_exec_advance(struct coll_task *task, u32 round)
 	}
 	atomic_set(&task->round_left, coll_round_chunks_end(task, next) -
 		   coll_round_chunks_end(task, round));
+	/* round_left before cur_round: pairs with the acquire loads below */
 	smp_store_release(&task->cur_round, next);
 	wake_up_all(&task->wq);
 }
@@ -355,6 +356,12 @@ int coll_exec_prepare(struct coll_task *task)
 
 typedef bool (*coll_exec_cond)(struct coll_task *task, u32 round);
 
+/*
+ * The acquire loads below pair with the release store of cur_round in
+ * coll_exec_advance() and of state in coll_task_finish() callers: a thread
+ * that sees the new round also sees its round_left, a thread that sees DONE
+ * sees the final status.
+ */
 static bool coll_exec_moved(struct coll_task *task, u32 round)
 {
 	return READ_ONCE(task->status) || smp_load_acquire(&task->cur_round) !=
@@ -399,10 +406,12 @@ int coll_exec_participate(struct coll_task *task, bool killable)
 		return -EINTR;
 
 	atomic_inc(&task->nactive);
-	smp_mb__after_atomic();		/* nactive before status */
+	/* nactive before status: pairs with smp_mb() in coll_op_abort() */
+	smp_mb__after_atomic();
 	for (;;) {
 		if (READ_ONCE(task->status) || coll_exec_done(task, 0))
 			break;
+		/* pairs with smp_store_release() in coll_exec_advance() */
 		round = smp_load_acquire(&task->cur_round);
 		if (round >= task->sched.nrounds)
 			break;
@@ -423,6 +432,7 @@ int coll_exec_participate(struct coll_task *task, bool killable)
 		if (coll_exec_sleep(task, killable, coll_exec_moved, round))
 			return -EINTR;
 		atomic_inc(&task->nactive);
+		/* as above: nactive before status */
 		smp_mb__after_atomic();
 	}
 	if (atomic_dec_and_test(&task->nactive))

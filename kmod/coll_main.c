@@ -153,7 +153,6 @@ union coll_ucmd_buffer {
 struct coll_ioctl_op {
 	unsigned int size;
 	unsigned int min_size;
-	unsigned int ioctl_num;
 	bool copy_out;
 	int (*execute)(struct coll_file *cf, void *karg);
 };
@@ -164,7 +163,6 @@ struct coll_ioctl_op {
 			BUILD_BUG_ON_ZERO(sizeof(union coll_ucmd_buffer) < \
 					  sizeof(_struct)),		\
 		.min_size = offsetofend(_struct, _last),		\
-		.ioctl_num = _ioctl,					\
 		.copy_out = _out,					\
 		.execute = _fn,						\
 	}
@@ -197,7 +195,7 @@ static long coll_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	if (nr < COLL_CMD_BASE || nr - COLL_CMD_BASE >= ARRAY_SIZE(coll_ioctl_ops))
 		return -ENOTTY;
 	op = &coll_ioctl_ops[nr - COLL_CMD_BASE];
-	if (op->ioctl_num != cmd)
+	if (cmd != _IO(COLL_TYPE, nr))
 		return -ENOTTY;
 
 	if (get_user(usize, (u32 __user *)uarg))

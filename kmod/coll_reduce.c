@@ -30,66 +30,66 @@ bool coll_dtype_is_float(u32 dtype)
 	return dtype >= COLL_FP16 && dtype <= COLL_FP64;
 }
 
-#define COLL_SUM(a, b)	((a) + (b))
-#define COLL_PROD(a, b)	((a) * (b))
+/* One set of kernels per integer type, from a template. */
+#define COLL_FN(op) coll_##op##_s8
+#define coll_div_t s64
+#define coll_elem_t s8
+#define coll_wrap_t u8
+#include "coll_reduce_int.h"
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_wrap_t
+#undef coll_div_t
 
-/* T: element type, U: unsigned type of the same width for wrapping ops */
-#define COLL_INT_KERNELS(name, T, U)					\
-static void coll_sum_##name(void *dst, const void *a, const void *b,	\
-			    size_t n)					\
-{									\
-	T *d = dst;							\
-	const T *x = a, *y = b;						\
-	size_t i;							\
-									\
-	for (i = 0; i < n; i++)						\
-		d[i] = (T)COLL_SUM((U)x[i], (U)y[i]);			\
-}									\
-static void coll_prod_##name(void *dst, const void *a, const void *b,	\
-			     size_t n)					\
-{									\
-	T *d = dst;							\
-	const T *x = a, *y = b;						\
-	size_t i;							\
-									\
-	for (i = 0; i < n; i++)						\
-		d[i] = (T)COLL_PROD((U)x[i], (U)y[i]);			\
-}									\
-static void coll_min_##name(void *dst, const void *a, const void *b,	\
-			    size_t n)					\
-{									\
-	T *d = dst;							\
-	const T *x = a, *y = b;						\
-	size_t i;							\
-									\
-	for (i = 0; i < n; i++)						\
-		d[i] = min(x[i], y[i]);					\
-}									\
-static void coll_max_##name(void *dst, const void *a, const void *b,	\
-			    size_t n)					\
-{									\
-	T *d = dst;							\
-	const T *x = a, *y = b;						\
-	size_t i;							\
-									\
-	for (i = 0; i < n; i++)						\
-		d[i] = max(x[i], y[i]);					\
-}									\
-static void coll_div_##name(void *dst, size_t n, u32 div)		\
-{									\
-	T *d = dst;							\
-	size_t i;							\
-									\
-	for (i = 0; i < n; i++)						\
-		d[i] = d[i] / (T)div;					\
-}
+#define COLL_FN(op) coll_##op##_u8
+#define coll_div_t u64
+#define coll_elem_t u8
+#define coll_wrap_t u8
+#include "coll_reduce_int.h"
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_wrap_t
+#undef coll_div_t
 
-COLL_INT_KERNELS(s8, s8, u8)
-COLL_INT_KERNELS(u8, u8, u8)
-COLL_INT_KERNELS(s32, s32, u32)
-COLL_INT_KERNELS(u32, u32, u32)
-COLL_INT_KERNELS(s64, s64, u64)
-COLL_INT_KERNELS(u64, u64, u64)
+#define COLL_FN(op) coll_##op##_s32
+#define coll_div_t s64
+#define coll_elem_t s32
+#define coll_wrap_t u32
+#include "coll_reduce_int.h"
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_wrap_t
+#undef coll_div_t
+
+#define COLL_FN(op) coll_##op##_u32
+#define coll_div_t u64
+#define coll_elem_t u32
+#define coll_wrap_t u32
+#include "coll_reduce_int.h"
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_wrap_t
+#undef coll_div_t
+
+#define COLL_FN(op) coll_##op##_s64
+#define coll_div_t s64
+#define coll_elem_t s64
+#define coll_wrap_t u64
+#include "coll_reduce_int.h"
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_wrap_t
+#undef coll_div_t
+
+#define COLL_FN(op) coll_##op##_u64
+#define coll_div_t u64
+#define coll_elem_t u64
+#define coll_wrap_t u64
+#include "coll_reduce_int.h"
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_wrap_t
+#undef coll_div_t
 
 #define COLL_INT_ROW(name)						\
 	{ coll_sum_##name, coll_prod_##name, coll_min_##name,		\

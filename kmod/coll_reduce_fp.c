@@ -90,53 +90,54 @@ static inline u16 coll_f32_to_fp16(float f)
 	return sign | half;
 }
 
-#define COLL_FSUM(a, b)		((a) + (b))
-#define COLL_FPROD(a, b)	((a) * (b))
-#define COLL_FMIN(a, b)		((b) < (a) ? (b) : (a))
-#define COLL_FMAX(a, b)		((b) > (a) ? (b) : (a))
+/* One set of kernels per type, from a template. */
+#define COLL_FN(op) coll_f32_##op
+#define coll_elem_t float
+#define coll_calc_t float
+#define COLL_LD(v) (v)
+#define COLL_ST(v) (v)
+#include "coll_reduce_fpt.h"
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_calc_t
+#undef COLL_LD
+#undef COLL_ST
 
-/* Native float and double */
-#define COLL_FP_KERNEL(name, T, OP)					\
-static void coll_##name(void *dst, const void *a, const void *b,	\
-			size_t n)					\
-{									\
-	T *d = dst;							\
-	const T *x = a, *y = b;						\
-	size_t i;							\
-									\
-	for (i = 0; i < n; i++)						\
-		d[i] = OP(x[i], y[i]);					\
-}
+#define COLL_FN(op) coll_f64_##op
+#define coll_elem_t double
+#define coll_calc_t double
+#define COLL_LD(v) (v)
+#define COLL_ST(v) (v)
+#include "coll_reduce_fpt.h"
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_calc_t
+#undef COLL_LD
+#undef COLL_ST
 
-/* Half types through float */
-#define COLL_HALF_KERNEL(name, TO, FROM, OP)				\
-static void coll_##name(void *dst, const void *a, const void *b,	\
-			size_t n)					\
-{									\
-	u16 *d = dst;							\
-	const u16 *x = a, *y = b;					\
-	size_t i;							\
-									\
-	for (i = 0; i < n; i++)						\
-		d[i] = FROM(OP(TO(x[i]), TO(y[i])));			\
-}
+#define COLL_FN(op) coll_f16_##op
+#define coll_elem_t u16
+#define coll_calc_t float
+#define COLL_LD(v) coll_fp16_to_f32(v)
+#define COLL_ST(v) coll_f32_to_fp16(v)
+#include "coll_reduce_fpt.h"
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_calc_t
+#undef COLL_LD
+#undef COLL_ST
 
-#define COLL_FP_ROW(pfx, T)						\
-	COLL_FP_KERNEL(pfx##_sum, T, COLL_FSUM)				\
-	COLL_FP_KERNEL(pfx##_prod, T, COLL_FPROD)			\
-	COLL_FP_KERNEL(pfx##_min, T, COLL_FMIN)				\
-	COLL_FP_KERNEL(pfx##_max, T, COLL_FMAX)
-
-#define COLL_HALF_ROW(pfx, TO, FROM)					\
-	COLL_HALF_KERNEL(pfx##_sum, TO, FROM, COLL_FSUM)		\
-	COLL_HALF_KERNEL(pfx##_prod, TO, FROM, COLL_FPROD)		\
-	COLL_HALF_KERNEL(pfx##_min, TO, FROM, COLL_FMIN)		\
-	COLL_HALF_KERNEL(pfx##_max, TO, FROM, COLL_FMAX)
-
-COLL_FP_ROW(f32, float)
-COLL_FP_ROW(f64, double)
-COLL_HALF_ROW(f16, coll_fp16_to_f32, coll_f32_to_fp16)
-COLL_HALF_ROW(bf16, coll_bf16_to_f32, coll_f32_to_bf16)
+#define COLL_FN(op) coll_bf16_##op
+#define coll_elem_t u16
+#define coll_calc_t float
+#define COLL_LD(v) coll_bf16_to_f32(v)
+#define COLL_ST(v) coll_f32_to_bf16(v)
+#include "coll_reduce_fpt.h"
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_calc_t
+#undef COLL_LD
+#undef COLL_ST
 
 #define COLL_FN_ROW(pfx)						\
 	{ coll_##pfx##_sum, coll_##pfx##_prod, coll_##pfx##_min,	\
@@ -154,40 +155,14 @@ coll_reduce_fn coll_reduce_fp_get(u32 dtype, u32 redop)
 	return coll_fp_fns[dtype][redop];
 }
 
+static void (*const coll_fp_div[COLL_DTYPE_MAX])(void *, size_t, u32) = {
+	[COLL_FP16] = coll_f16_div,
+	[COLL_BF16] = coll_bf16_div,
+	[COLL_FP32] = coll_f32_div,
+	[COLL_FP64] = coll_f64_div,
+};
+
 void coll_reduce_fp_div(u32 dtype, void *dst, size_t n, u32 div)
 {
-	size_t i;
-
-	switch (dtype) {
-	case COLL_FP16: {
-		u16 *d = dst;
-
-		for (i = 0; i < n; i++)
-			d[i] = coll_f32_to_fp16(coll_fp16_to_f32(d[i]) /
-						(float)div);
-		break;
-	}
-	case COLL_BF16: {
-		u16 *d = dst;
-
-		for (i = 0; i < n; i++)
-			d[i] = coll_f32_to_bf16(coll_bf16_to_f32(d[i]) /
-						(float)div);
-		break;
-	}
-	case COLL_FP32: {
-		float *d = dst;
-
-		for (i = 0; i < n; i++)
-			d[i] /= (float)div;
-		break;
-	}
-	case COLL_FP64: {
-		double *d = dst;
-
-		for (i = 0; i < n; i++)
-			d[i] /= (double)div;
-		break;
-	}
-	}
+	coll_fp_div[dtype](dst, n, div);
 }

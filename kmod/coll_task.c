@@ -491,6 +491,10 @@ void coll_req_free(struct coll_req *req)
 	kfree(req);
 }
 
+/*
+ * state is written under task->lock; the acquire load makes the final
+ * status visible to lockless readers once they see DONE.
+ */
 static bool coll_task_done(struct coll_task *task)
 {
 	return smp_load_acquire(&task->state) == COLL_OP_DONE;

@@ -250,7 +250,8 @@ enum coll_algo {
  *   sendbuf == recvbuf + rank * count * esize (AllGather, Gather at root);
  *   recvbuf == sendbuf + rank * count * esize (ReduceScatter, Scatter at
  *   root).  Any other overlap is EINVAL.  Every rank must pass the same
- *   prim, dtype, redop, root, algo and count (EPROTO otherwise).
+ *   prim, dtype, redop, root, algo and count (EPROTO otherwise), and an
+ *   AlltoAll is in place on every rank or on none (EPROTO otherwise).
  * @out_req: request handle, with %COLL_OP_F_NONBLOCK
  * @__reserved: must be 0
  *
