@@ -8,6 +8,7 @@
  * even after every pairwise step, as a GPU library does.
  */
 #include <linux/kernel.h>
+#include <linux/string.h>
 #include <linux/types.h>
 
 #include "coll_loc.h"
@@ -94,6 +95,8 @@ static inline u16 coll_f32_to_fp16(float f)
 #define COLL_FN(op) coll_f32_##op
 #define coll_elem_t float
 #define coll_calc_t float
+#define coll_vec_t float __attribute__((vector_size(16)))
+#define COLL_VEC_LANES 4
 #define COLL_LD(v) (v)
 #define COLL_ST(v) (v)
 #include "coll_reduce_fpt.h"
@@ -102,10 +105,14 @@ static inline u16 coll_f32_to_fp16(float f)
 #undef coll_calc_t
 #undef COLL_LD
 #undef COLL_ST
+#undef coll_vec_t
+#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_f64_##op
 #define coll_elem_t double
 #define coll_calc_t double
+#define coll_vec_t double __attribute__((vector_size(16)))
+#define COLL_VEC_LANES 2
 #define COLL_LD(v) (v)
 #define COLL_ST(v) (v)
 #include "coll_reduce_fpt.h"
@@ -114,6 +121,8 @@ static inline u16 coll_f32_to_fp16(float f)
 #undef coll_calc_t
 #undef COLL_LD
 #undef COLL_ST
+#undef coll_vec_t
+#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_f16_##op
 #define coll_elem_t u16
@@ -126,6 +135,8 @@ static inline u16 coll_f32_to_fp16(float f)
 #undef coll_calc_t
 #undef COLL_LD
 #undef COLL_ST
+#undef coll_vec_t
+#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_bf16_##op
 #define coll_elem_t u16
@@ -138,6 +149,8 @@ static inline u16 coll_f32_to_fp16(float f)
 #undef coll_calc_t
 #undef COLL_LD
 #undef COLL_ST
+#undef coll_vec_t
+#undef COLL_VEC_LANES
 
 #define COLL_FN_ROW(pfx)						\
 	{ coll_##pfx##_sum, coll_##pfx##_prod, coll_##pfx##_min,	\

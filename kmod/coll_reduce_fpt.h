@@ -3,15 +3,37 @@
  * Template of the floating-point kernels, included by coll_reduce_fp.c once
  * per type with COLL_FN(op) naming the functions, coll_elem_t the stored
  * type, coll_calc_t the type computed in, COLL_LD() and COLL_ST() converting
- * between them (rounding to nearest even).
+ * between them (rounding to nearest even).  Where coll_vec_t is defined (a
+ * GCC vector of COLL_VEC_LANES elements), sums and products run on whole
+ * vectors: loaded and stored unaligned, and since the destination may
+ * coincide only exactly with the first source, each vector is read before it
+ * is written.
  */
+
+#define COLL_ADD(u, v) ((u) + (v))
+#define COLL_MUL(u, v) ((u) * (v))
+
+#ifdef coll_vec_t
+#define COLL_VEC_LOOP(OP)						\
+	for (; i + COLL_VEC_LANES <= n; i += COLL_VEC_LANES) {		\
+		coll_vec_t u, v;					\
+									\
+		memcpy(&u, x + i, sizeof(u));				\
+		memcpy(&v, y + i, sizeof(v));				\
+		u = OP(u, v);						\
+		memcpy(d + i, &u, sizeof(u));				\
+	}
+#else
+#define COLL_VEC_LOOP(OP)
+#endif
 static void COLL_FN(sum)(void *dst, const void *a, const void *b, size_t n)
 {
 	coll_elem_t *d = dst;
 	const coll_elem_t *x = a, *y = b;
-	size_t i;
+	size_t i = 0;
 
-	for (i = 0; i < n; i++)
+	COLL_VEC_LOOP(COLL_ADD)
+	for (; i < n; i++)
 		d[i] = COLL_ST(COLL_LD(x[i]) + COLL_LD(y[i]));
 }
 
@@ -19,9 +41,10 @@ static void COLL_FN(prod)(void *dst, const void *a, const void *b, size_t n)
 {
 	coll_elem_t *d = dst;
 	const coll_elem_t *x = a, *y = b;
-	size_t i;
+	size_t i = 0;
 
-	for (i = 0; i < n; i++)
+	COLL_VEC_LOOP(COLL_MUL)
+	for (; i < n; i++)
 		d[i] = COLL_ST(COLL_LD(x[i]) * COLL_LD(y[i]));
 }
 
@@ -60,3 +83,7 @@ static void COLL_FN(div)(void *dst, size_t n, u32 div)
 	for (i = 0; i < n; i++)
 		d[i] = COLL_ST(COLL_LD(d[i]) / q);
 }
+
+#undef COLL_VEC_LOOP
+#undef COLL_ADD
+#undef COLL_MUL

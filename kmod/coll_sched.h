@@ -100,8 +100,10 @@ void coll_sched_free_mem(void *p);
 
 /*
  * Build a schedule.  Returns 0, -EINVAL for arguments out of range,
- * -EOVERFLOW if sizes do not fit, -ENOMEM.  count == 0 or BARRIER gives a
- * schedule with no rounds.  On error *s is left empty.
+ * -EOVERFLOW if sizes do not fit (count * nranks in 64 bits, or more than
+ * U32_MAX steps or sources: a ring chunk too small for the count), -ENOMEM.
+ * count == 0 or BARRIER gives a schedule with no rounds.  On error *s is
+ * left empty.
  */
 int coll_sched_build(const struct coll_sched_args *a, struct coll_sched *s);
 void coll_sched_destroy(struct coll_sched *s);
