@@ -274,6 +274,22 @@ static u32 coll_pick_algo(u32 algo)
 	return algo;
 }
 
+/*
+ * Ring pipelining chunk in elements: the tunable, but never so small that
+ * the schedule has more than COLL_RING_MAX_SLABS slabs (its size grows with
+ * the number of slabs).
+ */
+#define COLL_RING_MAX_SLABS 64
+
+static u64 coll_ring_chunk(const struct coll_op_desc *d, u32 nranks,
+			   u32 esize)
+{
+	u64 chunk = max_t(u64, 1, READ_ONCE(coll_ring_chunk_bytes) / esize);
+	u64 per = d->prim == COLL_ALLREDUCE ? nranks : 1;
+
+	return max(chunk, DIV_ROUND_UP(d->count, per * COLL_RING_MAX_SLABS));
+}
+
 static bool coll_desc_equal(const struct coll_op_desc *a,
 			    const struct coll_op_desc *b)
 {
@@ -307,8 +323,7 @@ static void coll_task_start(struct coll_task *task)
 		args.nranks = task->nranks;
 		args.root = d0->root;
 		args.count = d0->count;
-		args.chunk = max_t(u64, 1, READ_ONCE(coll_ring_chunk_bytes) /
-				   task->esize);
+		args.chunk = coll_ring_chunk(d0, task->nranks, task->esize);
 		if (d0->prim == COLL_ALLTOALL && d0->inplace)
 			args.flags |= COLL_SCHED_F_INPLACE;
 		task->desc.algo = args.algo;

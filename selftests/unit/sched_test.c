@@ -1,0 +1,915 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Native unit test of kmod/coll_sched.c: builds schedules and runs them on
+ * symbolic values.
+ *
+ * Every element of rank r's SEND starts as { idx = i, mask = 1 << r }.  A
+ * REDUCE requires equal idx and disjoint masks on its inputs and ORs the
+ * masks (so a contribution counted twice is caught at once); a COPY copies,
+ * a SWAP swaps.  Each rank is in place or not (per the layout the schedule
+ * code reports), resolved by mapping the inner buffer into the outer one.
+ * The steps of a round run in random order, after a hazard check: no
+ * element written by one step of a round may be read or written by another
+ * step of that round, a REDUCE's dst may coincide only with its src[0]
+ * (exactly), a COPY whose dst and src coincide exactly is skipped.
+ * Division for AVG is tracked: a step with COLL_STEP_F_AVG must produce a
+ * complete value from undivided inputs, and every reduced output must have
+ * been divided exactly once.
+ *
+ * Usage: sched_test [-f] [-b budget] [-s seed]
+ *   -f: no size budget (slow); -b: work budget per case (default 30000)
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/collective.h>
+#include "coll_sched.h"
+
+#define MAXN		64
+#define POISON_IDX	0xffffffffu
+#define BIG_CHUNK	(~0ULL)
+
+void *coll_sched_zalloc(size_t n, size_t size)
+{
+	return calloc(n ? n : 1, size ? size : 1);
+}
+
+void coll_sched_free_mem(void *p)
+{
+	free(p);
+}
+
+struct val {
+	u64 mask;
+	u32 idx;
+	u32 avg;
+};
+
+static struct val *mem;
+static u32 *wepoch, *wstep;
+static size_t memcap;
+static u32 epoch;
+static u64 rng = 0x9e3779b97f4a7c15ULL;
+static bool full;
+static u64 budget = 30000;
+static u32 *perm;
+static size_t permcap;
+
+static u64 rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+struct rk {
+	u64 elems[2];
+	bool inplace;
+	u32 outer, inner;
+	u64 loff;
+	size_t base;
+};
+
+struct run {
+	struct coll_sched_args a;
+	struct rk rk[MAXN];
+	struct coll_sched s;
+	char err[512];
+	bool failed;
+};
+
+static void fail(struct run *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (t->failed)
+		return;
+	t->failed = true;
+	va_start(ap, fmt);
+	vsnprintf(t->err, sizeof(t->err), fmt, ap);
+	va_end(ap);
+}
+
+static const char * const prim_name[] = {
+	"allreduce", "reduce", "reducescatter", "allgather", "broadcast",
+	"scatter", "gather", "alltoall", "barrier",
+};
+
+static const char * const algo_name[] = { "auto", "ring", "direct", "naive" };
+
+static bool rooted(u32 prim)
+{
+	return prim == COLL_REDUCE || prim == COLL_BROADCAST ||
+	       prim == COLL_SCATTER || prim == COLL_GATHER;
+}
+
+static void grow(size_t need)
+{
+	size_t old = memcap;
+
+	if (need <= memcap)
+		return;
+	memcap = need + need / 2;
+	mem = realloc(mem, memcap * sizeof(*mem));
+	wepoch = realloc(wepoch, memcap * sizeof(*wepoch));
+	wstep = realloc(wstep, memcap * sizeof(*wstep));
+	if (!mem || !wepoch || !wstep) {
+		perror("realloc");
+		exit(2);
+	}
+	memset(wepoch + old, 0, (memcap - old) * sizeof(*wepoch));
+}
+
+/* Resolve a range to an index into mem[], checking bounds. */
+static bool resolve(struct run *t, const struct coll_bref *b, u64 cnt,
+		    size_t *at)
+{
+	struct rk *k;
+
+	if (b->rank >= t->a.nranks || b->buf > COLL_SBUF_RECV) {
+		fail(t, "bad bref rank %u buf %u", b->rank, b->buf);
+		return false;
+	}
+	k = &t->rk[b->rank];
+	if (b->off > k->elems[b->buf] || cnt > k->elems[b->buf] - b->off) {
+		fail(t, "out of bounds: rank %u buf %u off %llu count %llu "
+		     "(buffer %llu)", b->rank, b->buf,
+		     (unsigned long long)b->off, (unsigned long long)cnt,
+		     (unsigned long long)k->elems[b->buf]);
+		return false;
+	}
+	if (!k->inplace)
+		*at = k->base + b->off +
+		      (b->buf == COLL_SBUF_RECV ? k->elems[COLL_SBUF_SEND] : 0);
+	else
+		*at = k->base + b->off + (b->buf == k->inner ? k->loff : 0);
+	return true;
+}
+
+static bool overlap(size_t a, size_t b, u64 cnt)
+{
+	return a < b + cnt && b < a + cnt;
+}
+
+static u32 expected_rounds(const struct coll_sched_args *a)
+{
+	u32 n = a->nranks;
+	u64 c = a->count, per = a->chunk, ns;
+
+	if (a->prim == COLL_BARRIER || !c)
+		return 0;
+	if (n == 1)
+		return a->prim == COLL_ALLTOALL &&
+		       (a->flags & COLL_SCHED_F_INPLACE) ? 0 : 1;
+	if (a->algo == COLL_ALGO_RING && a->prim == COLL_ALLREDUCE &&
+	    __builtin_mul_overflow(per, (u64)n, &per))
+		per = c;
+	ns = (c + per - 1) / per;
+	if (per > c)
+		ns = 1;
+	switch (a->prim) {
+	case COLL_ALLREDUCE:
+		return a->algo == COLL_ALGO_RING ? 2 * (n - 1) + ns - 1 : 2;
+	case COLL_REDUCE:
+	case COLL_REDUCESCATTER:
+	case COLL_BROADCAST:
+		return a->algo == COLL_ALGO_RING ? n - 1 + ns - 1 : 1;
+	case COLL_ALLGATHER:
+		if (a->algo == COLL_ALGO_RING)
+			return n - 1 + ns - 1;
+		return a->algo == COLL_ALGO_NAIVE ? 2 : 1;
+	default:
+		return 1;
+	}
+}
+
+static bool check_structure(struct run *t)
+{
+	struct coll_sched *s = &t->s;
+	u64 srcs = 0;
+	u32 r, i, exp = expected_rounds(&t->a);
+
+	if (s->nrounds != exp) {
+		fail(t, "nrounds %u, expected %u", s->nrounds, exp);
+		return false;
+	}
+	if (!s->nrounds) {
+		if (s->nsteps || s->nsrcs) {
+			fail(t, "steps without rounds");
+			return false;
+		}
+		return true;
+	}
+	if (s->round_first[0] || s->round_first[s->nrounds] != s->nsteps) {
+		fail(t, "round_first bounds");
+		return false;
+	}
+	for (r = 0; r < s->nrounds; r++) {
+		if (s->round_first[r + 1] <= s->round_first[r]) {
+			fail(t, "round %u empty or unsorted", r);
+			return false;
+		}
+		for (i = s->round_first[r]; i < s->round_first[r + 1]; i++) {
+			struct coll_step *st = &s->steps[i];
+
+			if (st->round != r) {
+				fail(t, "step %u has round %u in round %u", i,
+				     st->round, r);
+				return false;
+			}
+			if (!st->count || st->kind > COLL_STEP_SWAP ||
+			    (st->flags & ~COLL_STEP_F_AVG) ||
+			    ((st->flags & COLL_STEP_F_AVG) &&
+			     st->kind != COLL_STEP_REDUCE) ||
+			    (st->kind == COLL_STEP_REDUCE ? st->nsrc < 2 :
+			     st->nsrc != 1) ||
+			    (u64)st->src_first + st->nsrc > s->nsrcs) {
+				fail(t, "bad step %u: kind %u flags %x nsrc %u "
+				     "count %llu", i, st->kind, st->flags,
+				     st->nsrc, (unsigned long long)st->count);
+				return false;
+			}
+			if (st->kind == COLL_STEP_SWAP &&
+			    !(t->a.flags & COLL_SCHED_F_INPLACE)) {
+				fail(t, "SWAP without F_INPLACE");
+				return false;
+			}
+			srcs += st->nsrc;
+		}
+	}
+	if (srcs != s->nsrcs) {
+		fail(t, "nsrcs %u, steps use %llu", s->nsrcs,
+		     (unsigned long long)srcs);
+		return false;
+	}
+	return true;
+}
+
+/* Mark the writes of one step; false on a conflict. */
+static bool mark_write(struct run *t, u32 id, size_t at, u64 cnt)
+{
+	u64 i;
+
+	for (i = 0; i < cnt; i++) {
+		if (wepoch[at + i] == epoch && wstep[at + i] != id) {
+			fail(t, "round %u: steps %u and %u write the same "
+			     "element", t->s.steps[id].round, wstep[at + i],
+			     id);
+			return false;
+		}
+		wepoch[at + i] = epoch;
+		wstep[at + i] = id;
+	}
+	return true;
+}
+
+static bool check_read(struct run *t, u32 id, size_t at, u64 cnt, bool own)
+{
+	u64 i;
+
+	for (i = 0; i < cnt; i++) {
+		if (wepoch[at + i] != epoch)
+			continue;
+		if (wstep[at + i] == id && own)
+			continue;
+		fail(t, "round %u: step %u reads an element written by step "
+		     "%u", t->s.steps[id].round, id, wstep[at + i]);
+		return false;
+	}
+	return true;
+}
+
+static bool combine(struct run *t, struct val *acc, const struct val *v)
+{
+	if (acc->idx != v->idx || (acc->mask & v->mask) || v->avg) {
+		fail(t, "bad reduce input: idx %u/%u mask %llx/%llx avg %u",
+		     acc->idx, v->idx, (unsigned long long)acc->mask,
+		     (unsigned long long)v->mask, v->avg);
+		return false;
+	}
+	acc->mask |= v->mask;
+	return true;
+}
+
+static bool exec_step(struct run *t, u32 id, const size_t *src, size_t dst,
+		      u64 full_mask)
+{
+	struct coll_step *st = &t->s.steps[id];
+	struct val acc, tmp;
+	u64 i;
+	u32 k;
+
+	switch (st->kind) {
+	case COLL_STEP_COPY:
+		if (src[0] != dst)
+			memcpy(&mem[dst], &mem[src[0]],
+			       st->count * sizeof(*mem));
+		return true;
+	case COLL_STEP_SWAP:
+		for (i = 0; i < st->count; i++) {
+			tmp = mem[dst + i];
+			mem[dst + i] = mem[src[0] + i];
+			mem[src[0] + i] = tmp;
+		}
+		return true;
+	}
+	for (i = 0; i < st->count; i++) {
+		acc = mem[src[0] + i];
+		if (acc.avg) {
+			fail(t, "reduce reads a divided value");
+			return false;
+		}
+		for (k = 1; k < st->nsrc; k++)
+			if (!combine(t, &acc, &mem[src[k] + i]))
+				return false;
+		if (st->flags & COLL_STEP_F_AVG) {
+			if (acc.mask != full_mask) {
+				fail(t, "F_AVG on a partial value (mask %llx)",
+				     (unsigned long long)acc.mask);
+				return false;
+			}
+			acc.avg = 1;
+		}
+		mem[dst + i] = acc;
+	}
+	return true;
+}
+
+static bool run_round(struct run *t, u32 r, size_t *srcat, size_t *dstat,
+		      bool *skip, u64 full_mask)
+{
+	struct coll_sched *s = &t->s;
+	u32 first = s->round_first[r], n = s->round_first[r + 1] - first;
+	u32 i, j, k, id;
+
+	if (n > permcap) {
+		permcap = n * 2;
+		perm = realloc(perm, permcap * sizeof(*perm));
+		if (!perm)
+			exit(2);
+	}
+	for (i = 0; i < n; i++)
+		perm[i] = first + i;
+	for (i = n; i > 1; i--) {
+		j = rnd() % i;
+		id = perm[i - 1];
+		perm[i - 1] = perm[j];
+		perm[j] = id;
+	}
+	epoch++;
+	/* Resolve and mark writes. */
+	for (i = 0; i < n; i++) {
+		struct coll_step *st;
+		size_t *sa;
+
+		id = perm[i];
+		st = &s->steps[id];
+		sa = &srcat[st->src_first];
+		if (!resolve(t, &st->dst, st->count, &dstat[id]))
+			return false;
+		for (k = 0; k < st->nsrc; k++)
+			if (!resolve(t, &s->srcs[st->src_first + k],
+				     st->count, &sa[k]))
+				return false;
+		skip[id] = st->kind == COLL_STEP_COPY && sa[0] == dstat[id];
+		if (skip[id])
+			continue;
+		if (st->kind == COLL_STEP_COPY &&
+		    overlap(sa[0], dstat[id], st->count)) {
+			fail(t, "COPY with partially overlapping src and dst");
+			return false;
+		}
+		if (st->kind == COLL_STEP_SWAP &&
+		    overlap(sa[0], dstat[id], st->count)) {
+			fail(t, "SWAP of overlapping ranges");
+			return false;
+		}
+		if (st->kind == COLL_STEP_REDUCE) {
+			if (overlap(sa[0], dstat[id], st->count) &&
+			    sa[0] != dstat[id]) {
+				fail(t, "REDUCE dst partially overlaps src[0]");
+				return false;
+			}
+			for (k = 1; k < st->nsrc; k++)
+				if (overlap(sa[k], dstat[id], st->count)) {
+					fail(t, "REDUCE dst overlaps src[%u]",
+					     k);
+					return false;
+				}
+		}
+		if (!mark_write(t, id, dstat[id], st->count))
+			return false;
+		if (st->kind == COLL_STEP_SWAP &&
+		    !mark_write(t, id, sa[0], st->count))
+			return false;
+	}
+	/* Check reads: only a step's own dst (REDUCE src[0], SWAP). */
+	for (i = 0; i < n; i++) {
+		struct coll_step *st;
+
+		id = perm[i];
+		st = &s->steps[id];
+		if (skip[id])
+			continue;
+		for (k = 0; k < st->nsrc; k++) {
+			bool own = st->kind == COLL_STEP_SWAP ||
+				   (st->kind == COLL_STEP_REDUCE && !k);
+
+			if (!check_read(t, id, srcat[st->src_first + k],
+					st->count, own))
+				return false;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		id = perm[i];
+		if (!skip[id] &&
+		    !exec_step(t, id, &srcat[s->steps[id].src_first],
+			       dstat[id], full_mask))
+			return false;
+	}
+	return true;
+}
+
+/* Elements off..off+cnt-1 must hold idx idx0.., mask, avg. */
+static bool expect(struct run *t, u32 rank, u32 buf, u64 off, u64 cnt,
+		   u64 idx0, u64 mask, u32 avg)
+{
+	struct coll_bref b = { .rank = rank, .buf = buf, .off = off };
+	struct val *v;
+	size_t at;
+	u64 i;
+
+	if (!resolve(t, &b, cnt, &at))
+		return false;
+	for (i = 0, v = &mem[at]; i < cnt; i++, v++) {
+		if (v->idx == idx0 + i && v->mask == mask && v->avg == avg)
+			continue;
+		fail(t, "rank %u buf %u elem %llu: got idx %d mask %llx avg %u,"
+		     " want idx %llu mask %llx avg %u", rank, buf,
+		     (unsigned long long)(off + i), (int)v->idx,
+		     (unsigned long long)v->mask, v->avg,
+		     (unsigned long long)(idx0 + i),
+		     (unsigned long long)mask, avg);
+		return false;
+	}
+	return true;
+}
+
+static bool check_results(struct run *t, u64 full_mask)
+{
+	u32 n = t->a.nranks, root = t->a.root, r, j;
+	u64 c = t->a.count;
+	u32 ravg = n > 1 ? 1 : 0;
+	const u32 R = COLL_SBUF_RECV;
+
+	for (r = 0; r < n; r++) {
+		/* Out-of-place inputs must be untouched. */
+		if (!t->rk[r].inplace &&
+		    !expect(t, r, COLL_SBUF_SEND, 0,
+			    t->rk[r].elems[COLL_SBUF_SEND], 0, 1ULL << r, 0))
+			return false;
+		switch (t->a.prim) {
+		case COLL_ALLREDUCE:
+			if (!expect(t, r, R, 0, c, 0, full_mask, ravg))
+				return false;
+			break;
+		case COLL_REDUCE:
+			if (r == root &&
+			    !expect(t, r, R, 0, c, 0, full_mask, ravg))
+				return false;
+			break;
+		case COLL_REDUCESCATTER:
+			if (!expect(t, r, R, 0, c, r * c, full_mask, ravg))
+				return false;
+			break;
+		case COLL_ALLGATHER:
+			for (j = 0; j < n; j++)
+				if (!expect(t, r, R, j * c, c, 0, 1ULL << j, 0))
+					return false;
+			break;
+		case COLL_BROADCAST:
+			if (!expect(t, r, R, 0, c, 0, 1ULL << root, 0))
+				return false;
+			break;
+		case COLL_SCATTER:
+			if (!expect(t, r, R, 0, c, r * c, 1ULL << root, 0))
+				return false;
+			break;
+		case COLL_GATHER:
+			if (r != root)
+				break;
+			for (j = 0; j < n; j++)
+				if (!expect(t, r, R, j * c, c, 0, 1ULL << j, 0))
+					return false;
+			break;
+		case COLL_ALLTOALL:
+			for (j = 0; j < n; j++)
+				if (!expect(t, r, R, j * c, c, r * c,
+					    1ULL << j, 0))
+					return false;
+			break;
+		}
+	}
+	return true;
+}
+
+/* mode: 0 no rank in place, 1 every rank that can, 2 random mix. */
+static bool run_one(struct run *t, int mode)
+{
+	struct coll_sched_args *a = &t->a;
+	u32 n = a->nranks, r, b;
+	u64 full_mask = n == 64 ? ~0ULL : (1ULL << n) - 1, i;
+	size_t total = 0, *srcat = NULL, *dstat = NULL;
+	bool *skip = NULL, ok = false;
+	int ret;
+
+	t->failed = false;
+	t->err[0] = 0;
+	if (a->prim == COLL_ALLTOALL && mode == 1)
+		a->flags |= COLL_SCHED_F_INPLACE;
+	for (r = 0; r < n; r++) {
+		struct rk *k = &t->rk[r];
+		u64 outer_elems;
+
+		memset(k, 0, sizeof(*k));
+		for (b = 0; b < 2; b++)
+			k->elems[b] = coll_sched_buf_elems(a->prim, n, a->root,
+							   r, b, a->count);
+		if (coll_sched_inplace_layout(a->prim, n, a->root, r,
+					      a->count, &k->outer, &k->inner,
+					      &k->loff)) {
+			if (a->prim == COLL_ALLTOALL)
+				k->inplace = mode == 1;
+			else
+				k->inplace = mode == 1 ||
+					     (mode == 2 && (rnd() & 1));
+		}
+		k->base = total;
+		if (k->inplace) {
+			outer_elems = k->elems[k->outer];
+			if (k->loff > outer_elems ||
+			    k->elems[k->inner] > outer_elems - k->loff) {
+				fail(t, "layout: inner does not fit");
+				return false;
+			}
+			total += outer_elems;
+		} else {
+			total += k->elems[0] + k->elems[1];
+		}
+	}
+	grow(total + 1);
+	for (i = 0; i < total; i++)
+		mem[i] = (struct val){ .idx = POISON_IDX };
+	for (r = 0; r < n; r++) {
+		struct coll_bref bref = { .rank = r, .buf = COLL_SBUF_SEND };
+		u64 e = t->rk[r].elems[COLL_SBUF_SEND];
+		size_t at;
+
+		if (!e)
+			continue;
+		if (!resolve(t, &bref, e, &at))
+			return false;
+		for (i = 0; i < e; i++)
+			mem[at + i] = (struct val){ .idx = i,
+						    .mask = 1ULL << r };
+	}
+
+	ret = coll_sched_build(a, &t->s);
+	if (ret) {
+		fail(t, "build returned %d", ret);
+		return false;
+	}
+	if (!check_structure(t))
+		goto out;
+	srcat = malloc((t->s.nsrcs + 1) * sizeof(*srcat));
+	dstat = malloc((t->s.nsteps + 1) * sizeof(*dstat));
+	skip = malloc((t->s.nsteps + 1) * sizeof(*skip));
+	if (!srcat || !dstat || !skip)
+		exit(2);
+	for (r = 0; r < t->s.nrounds; r++)
+		if (!run_round(t, r, srcat, dstat, skip, full_mask))
+			goto out;
+	ok = check_results(t, full_mask);
+out:
+	free(srcat);
+	free(dstat);
+	free(skip);
+	coll_sched_destroy(&t->s);
+	return ok;
+}
+
+static int tap_n;
+static int tap_failed;
+
+static void tap(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d ", ok ? "ok" : "not ok", ++tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (!ok)
+		tap_failed++;
+}
+
+static int add_unique(u64 *v, int nv, u64 x)
+{
+	int i;
+
+	for (i = 0; i < nv; i++)
+		if (v[i] == x)
+			return nv;
+	v[nv] = x;
+	return nv + 1;
+}
+
+/* Primitives whose single schedule ignores the algorithm and the chunk. */
+static bool chunkless(u32 prim, u32 algo)
+{
+	return algo != COLL_ALGO_RING || prim == COLL_SCATTER ||
+	       prim == COLL_GATHER || prim == COLL_ALLTOALL;
+}
+
+/*
+ * Keep the default run to a few seconds: skip the cases whose simulated
+ * work (elements moved plus a per-step overhead) is large, except the
+ * largest rank count with reasonably sized ring chunks.
+ */
+static bool too_big(u32 prim, u32 algo, u32 n, u64 count, u64 chunk)
+{
+	u64 elems, steps, slabs, per = chunk;
+
+	if (full)
+		return false;
+	if (algo == COLL_ALGO_RING && prim == COLL_ALLREDUCE &&
+	    __builtin_mul_overflow(per, (u64)n, &per))
+		per = count;
+	slabs = per >= count ? 1 : (count + per - 1) / per;
+	if (chunkless(prim, algo))
+		slabs = 1;
+	switch (prim) {
+	case COLL_REDUCESCATTER:
+	case COLL_ALLGATHER:
+	case COLL_ALLTOALL:
+		elems = (u64)n * n * count;
+		steps = (u64)n * n * (algo == COLL_ALGO_RING ? slabs : 1);
+		break;
+	default:
+		elems = (u64)n * count;
+		steps = (u64)n * (algo == COLL_ALGO_RING ? slabs : 1);
+		if (prim == COLL_ALLREDUCE)
+			steps *= 2 * n;
+		break;
+	}
+	if (n == MAXN && (chunkless(prim, algo) || chunk >= 64))
+		return false;
+	return elems + 16 * steps > budget;
+}
+
+static void test_group(u32 prim, u32 algo)
+{
+	static const u64 chunks[] = { 1, 3, 64, BIG_CHUNK };
+	struct run *t = calloc(1, sizeof(*t));
+	u64 counts[16], roots[3];
+	int ncounts, nroots, ci, ri, hi, mode;
+	long runs = 0, skipped = 0;
+	bool ok = true;
+	u32 n;
+
+	if (!t)
+		exit(2);
+	for (n = 1; n <= MAXN && ok; n++) {
+		ncounts = 0;
+		ncounts = add_unique(counts, ncounts, 0);
+		ncounts = add_unique(counts, ncounts, 1);
+		ncounts = add_unique(counts, ncounts, 2);
+		ncounts = add_unique(counts, ncounts, 3);
+		ncounts = add_unique(counts, ncounts, 7);
+		ncounts = add_unique(counts, ncounts, n - 1);
+		ncounts = add_unique(counts, ncounts, n);
+		ncounts = add_unique(counts, ncounts, n + 1);
+		ncounts = add_unique(counts, ncounts, 1000);
+		nroots = add_unique(roots, 0, 0);
+		if (rooted(prim)) {
+			nroots = add_unique(roots, nroots, n - 1);
+			nroots = add_unique(roots, nroots, n / 2);
+		}
+		for (ci = 0; ci < ncounts && ok; ci++)
+		for (ri = 0; ri < nroots && ok; ri++)
+		for (hi = 0; hi < 4 && ok; hi++) {
+			if (chunkless(prim, algo) && hi)
+				break;
+			if (too_big(prim, algo, n, counts[ci], chunks[hi])) {
+				skipped++;
+				continue;
+			}
+			for (mode = 0; mode < 3 && ok; mode++) {
+				if (prim == COLL_ALLTOALL && mode == 2)
+					continue;
+				memset(&t->a, 0, sizeof(t->a));
+				t->a.prim = prim;
+				t->a.algo = algo;
+				t->a.nranks = n;
+				t->a.root = (u32)roots[ri];
+				t->a.count = counts[ci];
+				t->a.chunk = chunks[hi];
+				runs++;
+				if (run_one(t, mode))
+					continue;
+				ok = false;
+				printf("# %s/%s n=%u count=%llu root=%u "
+				       "chunk=%llu inplace-mode=%d: %s\n",
+				       prim_name[prim], algo_name[algo], n,
+				       (unsigned long long)t->a.count,
+				       t->a.root,
+				       (unsigned long long)t->a.chunk, mode,
+				       t->err);
+			}
+		}
+	}
+	tap(ok, "%s %s (%ld runs, %ld skipped by size budget)",
+	    prim_name[prim], algo_name[algo], runs, skipped);
+	free(t);
+}
+
+static int build_err(u32 prim, u32 algo, u32 n, u32 root, u64 count,
+		     u64 chunk, u32 flags)
+{
+	struct coll_sched_args a = {
+		.prim = prim, .algo = algo, .nranks = n, .root = root,
+		.count = count, .chunk = chunk, .flags = flags,
+	};
+	struct coll_sched s;
+	int ret;
+
+	memset(&s, 0x5a, sizeof(s));
+	ret = coll_sched_build(&a, &s);
+	if (ret && (s.nrounds || s.nsteps || s.nsrcs || s.steps || s.srcs ||
+		    s.round_first))
+		return 1000;	/* not left empty */
+	if (!ret)
+		coll_sched_destroy(&s);
+	return ret;
+}
+
+static void test_errors(void)
+{
+	const u32 D = COLL_ALGO_DIRECT, R = COLL_ALGO_RING;
+	bool ok = true;
+
+#define EXPECT(e, call) do {						\
+		int __r = (call);					\
+		if (__r != (e)) {					\
+			printf("# %s: got %d want %d\n", #call, __r, (e)); \
+			ok = false;					\
+		}							\
+	} while (0)
+	EXPECT(-EINVAL, build_err(COLL_ALLREDUCE, D, 0, 0, 10, 1, 0));
+	EXPECT(-EINVAL, build_err(COLL_ALLREDUCE, D, COLL_MAX_RANKS + 1, 0,
+				  10, 1, 0));
+	EXPECT(-EINVAL, build_err(COLL_REDUCE, D, 4, 4, 10, 1, 0));
+	EXPECT(-EINVAL, build_err(COLL_BROADCAST, R, 4, 100, 10, 1, 0));
+	EXPECT(-EINVAL, build_err(COLL_PRIM_MAX, D, 4, 0, 10, 1, 0));
+	EXPECT(-EINVAL, build_err(1000, D, 4, 0, 10, 1, 0));
+	EXPECT(-EINVAL, build_err(COLL_ALLREDUCE, COLL_ALGO_AUTO, 4, 0, 10, 1,
+				  0));
+	EXPECT(-EINVAL, build_err(COLL_ALLREDUCE, COLL_ALGO_MAX, 4, 0, 10, 1,
+				  0));
+	EXPECT(-EINVAL, build_err(COLL_ALLREDUCE, R, 4, 0, 10, 0, 0));
+	EXPECT(-EINVAL, build_err(COLL_ALLREDUCE, D, 4, 0, 10, 1, 0x2));
+	EXPECT(-EOVERFLOW, build_err(COLL_ALLGATHER, D, 8, 0, 1ULL << 62, 1,
+				     0));
+	EXPECT(-EOVERFLOW, build_err(COLL_ALLTOALL, D, 3, 0, ~0ULL / 2, 1,
+				     COLL_SCHED_F_INPLACE));
+	EXPECT(-EOVERFLOW, build_err(COLL_ALLREDUCE, D, 2, 0, ~0ULL, 1, 0));
+	/* Too many steps for u32 indices. */
+	EXPECT(-EOVERFLOW, build_err(COLL_ALLREDUCE, R, 64, 0, 1ULL << 40, 1,
+				     0));
+	EXPECT(-EOVERFLOW, build_err(COLL_BROADCAST, R, 2, 0, 1ULL << 40, 1,
+				     0));
+	/* Valid edge cases. */
+	EXPECT(0, build_err(COLL_BARRIER, COLL_ALGO_NAIVE, 1024, 1023, 0, 1,
+			    0));
+	EXPECT(0, build_err(COLL_ALLREDUCE, R, 256, 0, 1ULL << 40, 1ULL << 40,
+			    0));
+	EXPECT(0, build_err(COLL_ALLTOALL, D, 1024, 0, 1ULL << 20, 1,
+			    COLL_SCHED_F_INPLACE));
+#undef EXPECT
+	tap(ok, "invalid arguments and overflow");
+}
+
+static void test_api(void)
+{
+	struct coll_sched_args a = {
+		.prim = COLL_BARRIER, .nranks = 8, .count = 0, .chunk = 1,
+	};
+	struct coll_sched s;
+	u32 algo, o, in;
+	u64 off;
+	bool ok = true;
+
+	/* Barrier: no rounds, for every algorithm. */
+	for (algo = COLL_ALGO_RING; algo < COLL_ALGO_MAX; algo++) {
+		a.algo = algo;
+		if (coll_sched_build(&a, &s) || s.nrounds || s.nsteps) {
+			printf("# barrier %s not empty\n", algo_name[algo]);
+			ok = false;
+		}
+		coll_sched_destroy(&s);
+	}
+#define BE(prim, root, rank, buf, want) do {				\
+		u64 __e = coll_sched_buf_elems(prim, 4, root, rank, buf, 5); \
+		if (__e != (want)) {					\
+			printf("# buf_elems(%s, root %u, rank %u, buf %u) = " \
+			       "%llu, want %u\n", prim_name[prim], root,	\
+			       rank, buf, (unsigned long long)__e, want); \
+			ok = false;					\
+		}							\
+	} while (0)
+	BE(COLL_ALLREDUCE, 0, 1, COLL_SBUF_SEND, 5);
+	BE(COLL_ALLREDUCE, 0, 1, COLL_SBUF_RECV, 5);
+	BE(COLL_REDUCE, 2, 1, COLL_SBUF_SEND, 5);
+	BE(COLL_REDUCE, 2, 1, COLL_SBUF_RECV, 0);
+	BE(COLL_REDUCE, 2, 2, COLL_SBUF_RECV, 5);
+	BE(COLL_REDUCESCATTER, 0, 1, COLL_SBUF_SEND, 20);
+	BE(COLL_REDUCESCATTER, 0, 1, COLL_SBUF_RECV, 5);
+	BE(COLL_ALLGATHER, 0, 1, COLL_SBUF_SEND, 5);
+	BE(COLL_ALLGATHER, 0, 1, COLL_SBUF_RECV, 20);
+	BE(COLL_BROADCAST, 3, 1, COLL_SBUF_SEND, 0);
+	BE(COLL_BROADCAST, 3, 3, COLL_SBUF_SEND, 5);
+	BE(COLL_BROADCAST, 3, 1, COLL_SBUF_RECV, 5);
+	BE(COLL_SCATTER, 3, 1, COLL_SBUF_SEND, 0);
+	BE(COLL_SCATTER, 3, 3, COLL_SBUF_SEND, 20);
+	BE(COLL_SCATTER, 3, 1, COLL_SBUF_RECV, 5);
+	BE(COLL_GATHER, 3, 1, COLL_SBUF_SEND, 5);
+	BE(COLL_GATHER, 3, 1, COLL_SBUF_RECV, 0);
+	BE(COLL_GATHER, 3, 3, COLL_SBUF_RECV, 20);
+	BE(COLL_ALLTOALL, 0, 1, COLL_SBUF_SEND, 20);
+	BE(COLL_ALLTOALL, 0, 1, COLL_SBUF_RECV, 20);
+	BE(COLL_BARRIER, 0, 1, COLL_SBUF_SEND, 0);
+	BE(COLL_BARRIER, 0, 1, COLL_SBUF_RECV, 0);
+#undef BE
+#define LAY(prim, root, rank, want, wo, wi, woff) do {			\
+		int __l = coll_sched_inplace_layout(prim, 4, root, rank, 5, \
+						    &o, &in, &off);	\
+		if (__l != (want) || (__l && (o != (wo) || in != (wi) ||	\
+					     off != (woff)))) {		\
+			printf("# layout(%s, root %u, rank %u) wrong\n",	\
+			       prim_name[prim], root, rank);		\
+			ok = false;					\
+		}							\
+	} while (0)
+	LAY(COLL_ALLREDUCE, 0, 2, 1, COLL_SBUF_RECV, COLL_SBUF_SEND, 0);
+	LAY(COLL_REDUCE, 1, 1, 1, COLL_SBUF_RECV, COLL_SBUF_SEND, 0);
+	LAY(COLL_REDUCE, 1, 2, 0, 0, 0, 0);
+	LAY(COLL_BROADCAST, 1, 1, 1, COLL_SBUF_RECV, COLL_SBUF_SEND, 0);
+	LAY(COLL_BROADCAST, 1, 0, 0, 0, 0, 0);
+	LAY(COLL_ALLTOALL, 0, 3, 1, COLL_SBUF_RECV, COLL_SBUF_SEND, 0);
+	LAY(COLL_ALLGATHER, 0, 3, 1, COLL_SBUF_RECV, COLL_SBUF_SEND, 15);
+	LAY(COLL_GATHER, 2, 2, 1, COLL_SBUF_RECV, COLL_SBUF_SEND, 10);
+	LAY(COLL_GATHER, 2, 1, 0, 0, 0, 0);
+	LAY(COLL_REDUCESCATTER, 0, 3, 1, COLL_SBUF_SEND, COLL_SBUF_RECV, 15);
+	LAY(COLL_SCATTER, 2, 2, 1, COLL_SBUF_SEND, COLL_SBUF_RECV, 10);
+	LAY(COLL_SCATTER, 2, 3, 0, 0, 0, 0);
+	LAY(COLL_BARRIER, 0, 0, 0, 0, 0, 0);
+#undef LAY
+	tap(ok, "barrier, buf_elems and inplace_layout");
+}
+
+int main(int argc, char **argv)
+{
+	u32 prim, algo;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-f")) {
+			full = true;
+		} else if (!strcmp(argv[i], "-b") && i + 1 < argc) {
+			budget = strtoull(argv[++i], NULL, 0);
+		} else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
+			rng = strtoull(argv[++i], NULL, 0) | 1;
+		} else {
+			fprintf(stderr, "usage: %s [-f] [-b budget] [-s seed]\n", argv[0]);
+			return 2;
+		}
+	}
+	printf("TAP version 13\n");
+	printf("1..%d\n", (COLL_PRIM_MAX - 1) * (COLL_ALGO_MAX - 1) + 2);
+	printf("# seed %#llx%s\n", (unsigned long long)rng,
+	       full ? ", full size" : "");
+	test_api();
+	test_errors();
+	for (prim = 0; prim < COLL_BARRIER; prim++)
+		for (algo = COLL_ALGO_RING; algo < COLL_ALGO_MAX; algo++)
+			test_group(prim, algo);
+	printf("# %d failed\n", tap_failed);
+	return tap_failed ? 1 : 0;
+}
