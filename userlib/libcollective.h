@@ -41,7 +41,11 @@ int coll_comm_init(coll_comm_t **comm, int nranks, int rank,
 		   const coll_id_t *id, unsigned int timeout_ms);
 /* Same, from the environment the launcher sets: RANK, WORLD_SIZE, COLL_ID. */
 int coll_comm_init_env(coll_comm_t **comm);
-/* Leave and free.  Pending requests of other ranks fail with ECONNRESET. */
+/*
+ * Leave and free.  Pending requests of other ranks fail with ECONNRESET.
+ * Requests of this communicator must not be used afterwards (wait for them
+ * first).  NULL is a no-op returning 0.
+ */
 int coll_comm_destroy(coll_comm_t *comm);
 int coll_comm_rank(const coll_comm_t *comm);
 int coll_comm_size(const coll_comm_t *comm);
@@ -52,12 +56,26 @@ int coll_comm_set_algo(coll_comm_t *comm, int algo);
 
 /* Size in bytes of one element, or 0 for an unknown type. */
 size_t coll_dtype_size(int dtype);
+/* Names of enum values ("float", "sum", ...), or "unknown" out of range. */
 const char *coll_dtype_name(int dtype);
 const char *coll_redop_name(int redop);
 const char *coll_prim_name(int prim);
 const char *coll_algo_name(int algo);
 /* Message for a value these functions returned (negative or positive). */
 const char *coll_strerror(int err);
+
+/*
+ * Names -> values (additions to the first draft of this header).  Each takes
+ * the names the *_name() functions print, case-insensitively, plus a few
+ * common aliases (float32/fp32, float16/fp16, bf16, all_reduce, bcast, ...),
+ * and returns the enum value, or -EINVAL for an unknown name.
+ */
+int coll_dtype_from_name(const char *name);
+int coll_redop_from_name(const char *name);
+int coll_prim_from_name(const char *name);
+int coll_algo_from_name(const char *name);
+/* Algorithm set by coll_comm_set_algo() (COLL_ALGO_AUTO at init). */
+int coll_comm_algo(const coll_comm_t *comm);
 
 /* Blocking primitives; counts as in struct coll_op. */
 int coll_allreduce(coll_comm_t *c, const void *sendbuf, void *recvbuf,

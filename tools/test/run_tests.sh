@@ -1,0 +1,95 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016 # awk and sh -c programs are single-quoted on purpose
+#
+# Native tests of the tools: no module, no /dev/collective.
+#   - collrun: environment, exit statuses, kill-on-failure, timeout;
+#   - coll_perf: clean failure without a device or outside collrun (end to
+#     end against the module: selftests/guest-run.sh, in a guest);
+#   - mpi_perf (when mpirun exists): np=2, every primitive, 0 wrong, and the
+#     same size/count columns as coll_perf;
+#   - memcpy_bw and compare.sh output.
+# Prints TAP; exit 1 if anything failed.
+#
+# QUICK=1 runs a smaller matrix.
+
+set -u
+cd "$(dirname "$0")/.." || exit 1
+T=${TMPDIR:-/tmp}/coll_tools_test.$$
+mkdir -p "$T"
+trap 'rm -rf "$T"' EXIT
+n=0 fail=0
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $1"; }
+check() {	# check DESCRIPTION COMMAND...
+	d=$1; shift
+	if "$@"; then ok "$d"; else nok "$d"; fi
+}
+rc_is() {	# rc_is WANT COMMAND...: exit status of COMMAND is WANT
+	want=$1; shift
+	"$@" > "$T/out" 2> "$T/err"
+	[ $? -eq "$want" ]
+}
+
+# ---------------------------------------------------------------- collrun
+./collrun -n 3 sh -c 'echo "$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $COLL_ID"' > "$T/env"
+check "collrun: 3 ranks ran" [ "$(wc -l < "$T/env")" -eq 3 ]
+check "collrun: ranks 0..2, world 3" [ "$(cut -d' ' -f1,2,3,4 "$T/env" | sort | tr '\n' ,)" = "0 0 3 3,1 1 3 3,2 2 3 3," ]
+check "collrun: one 32-hex id shared" [ "$(cut -d' ' -f5 "$T/env" | sort -u | grep -c '^[0-9a-f]\{32\}$')" -eq 1 ]
+id=00112233445566778899aabbccddeeff
+check "collrun: -i sets COLL_ID" [ "$(./collrun -n 2 -i $id sh -c 'echo $COLL_ID' | sort -u)" = $id ]
+check "collrun: exit status of the failing rank" rc_is 3 ./collrun -n 4 sh -c '[ $RANK = 2 ] && exit 3; sleep 30'
+check "collrun: names the failing rank" grep -q 'rank 2 .*exited with status 3' "$T/err"
+check "collrun: 128+signal" rc_is 139 ./collrun -n 2 sh -c '[ $RANK = 1 ] && kill -SEGV $$; sleep 30'
+check "collrun: timeout exits 124" rc_is 124 ./collrun -n 2 -t 0.3 sleep 30
+check "collrun: SIGKILL after 2 s for a rank ignoring SIGTERM" \
+	rc_is 1 ./collrun -n 2 sh -c 'trap "" TERM; [ $RANK = 0 ] && sleep 0.2 && exit 1; while :; do sleep 0.1; done'
+check "collrun: unexecutable program exits 127" rc_is 127 ./collrun -n 2 /nonexistent/prog
+check "collrun: bad -n exits 125" rc_is 125 ./collrun -n 0 true
+check "collrun: bad -i exits 125" rc_is 125 ./collrun -n 1 -i 123 true
+check "collrun: all succeed exits 0" rc_is 0 ./collrun -n 4 true
+
+# ------------------------------------------------------- coll_perf, no device
+check "coll_perf: outside collrun exits 2" rc_is 2 env -u RANK -u WORLD_SIZE -u COLL_ID ./coll_perf
+check "coll_perf: no device exits 1" rc_is 1 env COLL_DEVICE=/nonexistent/collective ./collrun -n 2 ./coll_perf
+check "coll_perf: no device says so" grep -q 'cannot open /nonexistent/collective: No such file or directory' "$T/err"
+check "coll_perf: bad option exits 2" rc_is 2 ./collrun -n 1 ./coll_perf -p nosuch
+check "coll_perf: -h" rc_is 0 ./coll_perf -h
+
+# coll_perf against the real module: selftests/guest-run.sh (in a guest).
+
+# ----------------------------------------------------------------- mpi_perf
+if [ -x ./mpi_perf ] && command -v mpirun > /dev/null 2>&1; then
+	mrun() {
+		OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		mpirun --oversubscribe --mca btl self,vader --mca pml ob1 "$@"
+	}
+	check "mpi_perf: np 2, every primitive, 0 wrong" \
+		rc_is 0 mrun -np 2 ./mpi_perf -p all -b 1 -e 100K -f 5 -n 2 -w 1 -d int32 -o max -r 1
+	check "mpi_perf: ... in place" \
+		rc_is 0 mrun -np 2 ./mpi_perf -p all -b 1 -e 100K -f 5 -n 2 -w 1 -d double -o prod -i 1 -r 1
+	check "mpi_perf: half is skipped with a comment" \
+		sh -c "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --mca btl self,vader --mca pml ob1 -np 2 ./mpi_perf -d half -b 1K -e 1K | grep -q '^# skipping allreduce: MPI has no half'"
+	if [ -f "$T/ours_all" ] && [ -f $FAKE ]; then
+		mrun -np 4 ./mpi_perf -p all -b 8 -e 64K -f 8 -n 2 -w 1 > "$T/mpi_all" 2>&1
+		# size, count, type, redop, root of every row must line up.
+		awk '!/^#/ { print $1, $2, $3, $4, $5 }' "$T/ours_all" > "$T/c1"
+		awk '!/^#/ { print $1, $2, $3, $4, $5 }' "$T/mpi_all" > "$T/c2"
+		check "mpi_perf and coll_perf rows line up (np 4, every primitive)" cmp -s "$T/c1" "$T/c2"
+		./memcpy_bw -r 3 16M > "$T/mem"
+		check "compare.sh: merged table" sh -c "./compare.sh -p allreduce $T/ours_all $T/mpi_all $T/mem > $T/cmp && [ \$(grep -vc '^#' $T/cmp) -eq 5 ]"
+		check "compare.sh: several primitives need -p" rc_is 2 ./compare.sh "$T/ours_all" "$T/mpi_all" 5
+	fi
+else
+	echo "# skipping mpi_perf tests: no mpi_perf or mpirun"
+fi
+
+# ----------------------------------------------------------------- memcpy_bw
+./memcpy_bw -r 3 4M > "$T/mem" 2>&1
+check "memcpy_bw: both lines" sh -c "grep -q '^# memcpy single-thread 4MiB: [0-9.]* GB/s\$' $T/mem && grep -q '^memcpy_bw bytes=4194304 reps=3 median_GBps=[0-9.]* ' $T/mem"
+check "memcpy_bw: bad size exits 2" rc_is 2 ./memcpy_bw 12Q
+
+echo "1..$n"
+[ $fail -eq 0 ] || echo "# $fail of $n failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libcollective: communicators and collectives over /dev/collective.
+ *
+ * Each coll_comm_t owns one descriptor, so communicators are independent and
+ * closing one (or the process dying) makes the module drop exactly that
+ * membership.  Every function returns 0 or -errno and leaves errno alone
+ * (it is saved and restored around the system calls made here).
+ *
+ * EINTR: the ABI says a failed ioctl changes nothing, and EINTR means a
+ * fatal signal hit a sleeping caller.  COLL_COMM_INIT, COLL_COMM_DESTROY,
+ * COLL_WAIT, COLL_TEST and COLL_INFO are retried on EINTR (a retried WAIT
+ * only waits for what is left of its timeout).  COLL_SUBMIT is not: a
+ * blocking collective interrupted half-way has already been matched with
+ * the other ranks' calls, and submitting it again would desynchronise them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+
+#include "libcollective.h"
+
+#define COLL_DEFAULT_PATH "/dev/" COLL_DEVICE_NAME
+
+struct coll_comm {
+	int fd;
+	uint32_t handle;	/* out_comm of COLL_COMM_INIT */
+	int rank;
+	int nranks;
+	int algo;		/* enum coll_algo for later submits */
+};
+
+static const char *device_path(void)
+{
+	const char *p = getenv("COLL_DEVICE");
+
+	return p && *p ? p : COLL_DEFAULT_PATH;
+}
+
+/* ioctl returning 0 or -errno; errno preserved. */
+static int do_ioctl(int fd, unsigned long cmd, void *arg, int retry_eintr)
+{
+	int saved = errno, ret;
+
+	do {
+		ret = ioctl(fd, cmd, arg);
+		if (ret < 0)
+			ret = -errno;
+	} while (ret == -EINTR && retry_eintr);
+	errno = saved;
+	return ret < 0 ? ret : 0;
+}
+
+static int open_device(void)
+{
+	int saved = errno, fd;
+
+	fd = open(device_path(), O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		fd = -errno;
+	errno = saved;
+	return fd;
+}
+
+static void close_keep_errno(int fd)
+{
+	int saved = errno;
+
+	close(fd);
+	errno = saved;
+}
+
+int coll_comm_init(coll_comm_t **commp, int nranks, int rank,
+		   const coll_id_t *id, unsigned int timeout_ms)
+{
+	struct coll_comm_init ci;
+	coll_comm_t *c;
+	int fd, ret;
+
+	if (!commp)
+		return -EINVAL;
+	*commp = NULL;
+	if (!id || nranks < 1 || rank < 0 || rank >= nranks)
+		return -EINVAL;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	fd = open_device();
+	if (fd < 0) {
+		ret = fd;
+		goto err_free;
+	}
+
+	memset(&ci, 0, sizeof(ci));
+	ci.size = sizeof(ci);
+	ci.nranks = (uint32_t)nranks;
+	ci.rank = (uint32_t)rank;
+	memcpy(ci.id, id->bytes, sizeof(ci.id));
+	ci.timeout_ms = timeout_ms;
+	ret = do_ioctl(fd, COLL_COMM_INIT, &ci, 1);
+	if (ret)
+		goto err_close;
+
+	c->fd = fd;
+	c->handle = ci.out_comm;
+	c->rank = rank;
+	c->nranks = nranks;
+	c->algo = COLL_ALGO_AUTO;
+	*commp = c;
+	return 0;
+
+err_close:
+	close_keep_errno(fd);
+err_free:
+	free(c);
+	return ret;
+}
+
+/* Strict decimal integer in [min, max]. */
+static int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+	int saved = errno;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > max) {
+		errno = saved;
+		return -EINVAL;
+	}
+	errno = saved;
+	*out = v;
+	return 0;
+}
+
+/*
+ * RANK, WORLD_SIZE and COLL_ID (32 hex digits) are required; a missing or
+ * malformed one is -EINVAL.  COLL_TIMEOUT_MS (decimal, optional) is the
+ * join timeout, 0 or unset meaning the module's default.
+ */
+int coll_comm_init_env(coll_comm_t **commp)
+{
+	long rank, size, timeout = 0;
+	const char *s;
+	coll_id_t id;
+	int ret;
+
+	if (!commp)
+		return -EINVAL;
+	*commp = NULL;
+	ret = parse_long(getenv("WORLD_SIZE"), 1, COLL_MAX_RANKS, &size);
+	if (ret)
+		return ret;
+	ret = parse_long(getenv("RANK"), 0, size - 1, &rank);
+	if (ret)
+		return ret;
+	ret = coll_id_from_str(&id, getenv("COLL_ID"));
+	if (ret)
+		return ret;
+	s = getenv("COLL_TIMEOUT_MS");
+	if (s && *s) {
+		ret = parse_long(s, 0, UINT_MAX > LONG_MAX ? LONG_MAX : (long)UINT_MAX,
+				 &timeout);
+		if (ret)
+			return ret;
+	}
+	return coll_comm_init(commp, (int)size, (int)rank, &id,
+			      (unsigned int)timeout);
+}
+
+/*
+ * Leave the communicator and free it.  The descriptor is closed whatever the
+ * ioctl says (closing alone also leaves), and the ioctl's error is returned.
+ * NULL is a no-op returning 0, so error paths can call it unconditionally.
+ */
+int coll_comm_destroy(coll_comm_t *c)
+{
+	struct coll_comm_destroy cd;
+	int ret;
+
+	if (!c)
+		return 0;
+	memset(&cd, 0, sizeof(cd));
+	cd.size = sizeof(cd);
+	cd.comm = c->handle;
+	ret = do_ioctl(c->fd, COLL_COMM_DESTROY, &cd, 1);
+	close_keep_errno(c->fd);
+	free(c);
+	return ret;
+}
+
+int coll_comm_rank(const coll_comm_t *c)
+{
+	return c ? c->rank : -EINVAL;
+}
+
+int coll_comm_size(const coll_comm_t *c)
+{
+	return c ? c->nranks : -EINVAL;
+}
+
+int coll_comm_fd(const coll_comm_t *c)
+{
+	return c ? c->fd : -EINVAL;
+}
+
+int coll_comm_algo(const coll_comm_t *c)
+{
+	return c ? c->algo : -EINVAL;
+}
+
+/*
+ * Any non-negative value is kept: the module, not the library, knows which
+ * algorithms it supports (EOPNOTSUPP at the next submit otherwise).
+ */
+int coll_comm_set_algo(coll_comm_t *c, int algo)
+{
+	if (!c || algo < 0)
+		return -EINVAL;
+	c->algo = algo;
+	return 0;
+}
+
+/*
+ * The generic submit passes prim, dtype, redop and root to the module as
+ * given; the typed wrappers below pass 0 for the fields a primitive does not
+ * use, as the ABI requires.  With COLL_OP_F_NONBLOCK, req receives the
+ * request; without it, req may be NULL and is not touched.
+ */
+int coll_submit(coll_comm_t *c, int prim, const void *sendbuf, void *recvbuf,
+		size_t count, int dtype, int redop, int root,
+		unsigned int flags, coll_req_t *req)
+{
+	struct coll_op op;
+	int ret;
+
+	if (!c || prim < 0 || dtype < 0 || redop < 0 || root < 0)
+		return -EINVAL;
+	if ((flags & COLL_OP_F_NONBLOCK) && !req)
+		return -EINVAL;
+
+	memset(&op, 0, sizeof(op));
+	op.size = sizeof(op);
+	op.flags = flags;
+	op.comm = c->handle;
+	op.prim = (uint32_t)prim;
+	op.dtype = (uint32_t)dtype;
+	op.redop = (uint32_t)redop;
+	op.root = (uint32_t)root;
+	op.algo = (uint32_t)c->algo;
+	op.sendbuf = (uintptr_t)sendbuf;
+	op.recvbuf = (uintptr_t)recvbuf;
+	op.count = count;
+	ret = do_ioctl(c->fd, COLL_SUBMIT, &op, 0);
+	if (ret)
+		return ret;
+	if (flags & COLL_OP_F_NONBLOCK) {
+		req->comm = c;
+		req->handle = op.out_req;
+	}
+	return 0;
+}
+
+int coll_allreduce(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		   size_t count, int dtype, int redop)
+{
+	return coll_submit(c, COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype,
+			   redop, 0, 0, NULL);
+}
+
+int coll_reduce(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		size_t count, int dtype, int redop, int root)
+{
+	return coll_submit(c, COLL_REDUCE, sendbuf, recvbuf, count, dtype,
+			   redop, root, 0, NULL);
+}
+
+int coll_reducescatter(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		       size_t recvcount, int dtype, int redop)
+{
+	return coll_submit(c, COLL_REDUCESCATTER, sendbuf, recvbuf, recvcount,
+			   dtype, redop, 0, 0, NULL);
+}
+
+int coll_allgather(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		   size_t sendcount, int dtype)
+{
+	return coll_submit(c, COLL_ALLGATHER, sendbuf, recvbuf, sendcount,
+			   dtype, 0, 0, 0, NULL);
+}
+
+int coll_broadcast(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		   size_t count, int dtype, int root)
+{
+	return coll_submit(c, COLL_BROADCAST, sendbuf, recvbuf, count, dtype,
+			   0, root, 0, NULL);
+}
+
+int coll_scatter(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		 size_t recvcount, int dtype, int root)
+{
+	return coll_submit(c, COLL_SCATTER, sendbuf, recvbuf, recvcount, dtype,
+			   0, root, 0, NULL);
+}
+
+int coll_gather(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		size_t sendcount, int dtype, int root)
+{
+	return coll_submit(c, COLL_GATHER, sendbuf, recvbuf, sendcount, dtype,
+			   0, root, 0, NULL);
+}
+
+int coll_alltoall(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		  size_t count, int dtype)
+{
+	return coll_submit(c, COLL_ALLTOALL, sendbuf, recvbuf, count, dtype,
+			   0, 0, 0, NULL);
+}
+
+/* A barrier passes no buffers and count 0; dtype 0 is COLL_INT8. */
+int coll_barrier(coll_comm_t *c)
+{
+	return coll_submit(c, COLL_BARRIER, NULL, NULL, 0, 0, 0, 0, 0, NULL);
+}
+
+int coll_iallreduce(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		    size_t count, int dtype, int redop, coll_req_t *req)
+{
+	return coll_submit(c, COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype,
+			   redop, 0, COLL_OP_F_NONBLOCK, req);
+}
+
+int coll_ireduce(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		 size_t count, int dtype, int redop, int root, coll_req_t *req)
+{
+	return coll_submit(c, COLL_REDUCE, sendbuf, recvbuf, count, dtype,
+			   redop, root, COLL_OP_F_NONBLOCK, req);
+}
+
+int coll_ireducescatter(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+			size_t recvcount, int dtype, int redop,
+			coll_req_t *req)
+{
+	return coll_submit(c, COLL_REDUCESCATTER, sendbuf, recvbuf, recvcount,
+			   dtype, redop, 0, COLL_OP_F_NONBLOCK, req);
+}
+
+int coll_iallgather(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		    size_t sendcount, int dtype, coll_req_t *req)
+{
+	return coll_submit(c, COLL_ALLGATHER, sendbuf, recvbuf, sendcount,
+			   dtype, 0, 0, COLL_OP_F_NONBLOCK, req);
+}
+
+int coll_ibroadcast(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		    size_t count, int dtype, int root, coll_req_t *req)
+{
+	return coll_submit(c, COLL_BROADCAST, sendbuf, recvbuf, count, dtype,
+			   0, root, COLL_OP_F_NONBLOCK, req);
+}
+
+int coll_iscatter(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		  size_t recvcount, int dtype, int root, coll_req_t *req)
+{
+	return coll_submit(c, COLL_SCATTER, sendbuf, recvbuf, recvcount, dtype,
+			   0, root, COLL_OP_F_NONBLOCK, req);
+}
+
+int coll_igather(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		 size_t sendcount, int dtype, int root, coll_req_t *req)
+{
+	return coll_submit(c, COLL_GATHER, sendbuf, recvbuf, sendcount, dtype,
+			   0, root, COLL_OP_F_NONBLOCK, req);
+}
+
+int coll_ialltoall(coll_comm_t *c, const void *sendbuf, void *recvbuf,
+		   size_t count, int dtype, coll_req_t *req)
+{
+	return coll_submit(c, COLL_ALLTOALL, sendbuf, recvbuf, count, dtype,
+			   0, 0, COLL_OP_F_NONBLOCK, req);
+}
+
+int coll_ibarrier(coll_comm_t *c, coll_req_t *req)
+{
+	return coll_submit(c, COLL_BARRIER, NULL, NULL, 0, 0, 0, 0,
+			   COLL_OP_F_NONBLOCK, req);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Whether the kernel released the handle along with this result. */
+static int req_ended(int ret, int cmd_is_test)
+{
+	if (ret == -EINTR)
+		return 0;
+	return cmd_is_test ? ret != -EAGAIN : ret != -ETIMEDOUT;
+}
+
+/*
+ * Returns the request's result.  Once the module has released the handle
+ * (every result but -ETIMEDOUT), req->comm is cleared so that a second wait
+ * on the same coll_req_t fails with -EINVAL instead of reaching a handle the
+ * module may have reused.
+ */
+int coll_wait(coll_req_t *req, unsigned int timeout_ms)
+{
+	struct coll_wait w;
+	uint64_t deadline = 0;
+	int ret;
+
+	if (!req || !req->comm)
+		return -EINVAL;
+	if (timeout_ms)
+		deadline = now_ms() + timeout_ms;
+	for (;;) {
+		memset(&w, 0, sizeof(w));
+		w.size = sizeof(w);
+		w.req = req->handle;
+		w.timeout_ms = timeout_ms;
+		ret = do_ioctl(req->comm->fd, COLL_WAIT, &w, 0);
+		if (ret != -EINTR)
+			break;
+		if (timeout_ms) {
+			uint64_t t = now_ms();
+
+			if (t >= deadline)
+				return -ETIMEDOUT;
+			timeout_ms = (unsigned int)(deadline - t);
+		}
+	}
+	if (req_ended(ret, 0))
+		req->comm = NULL;
+	return ret;
+}
+
+int coll_test(coll_req_t *req)
+{
+	struct coll_wait w;
+	int ret;
+
+	if (!req || !req->comm)
+		return -EINVAL;
+	memset(&w, 0, sizeof(w));
+	w.size = sizeof(w);
+	w.req = req->handle;
+	ret = do_ioctl(req->comm->fd, COLL_TEST, &w, 1);
+	if (req_ended(ret, 1))
+		req->comm = NULL;
+	return ret;
+}
+
+int coll_get_info(struct coll_info *info)
+{
+	struct coll_info tmp;
+	int fd, ret;
+
+	if (!info)
+		return -EINVAL;
+	fd = open_device();
+	if (fd < 0)
+		return fd;
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.size = sizeof(tmp);
+	ret = do_ioctl(fd, COLL_INFO, &tmp, 1);
+	close_keep_errno(fd);
+	if (!ret)
+		*info = tmp;
+	return ret;
+}
