@@ -9,7 +9,7 @@
 #
 # Environment:
 #   COLL_ROOT          project root (default: the current directory)
-#   COLL_BENCH_NP      ranks (default: number of CPUs, at least 2)
+#   COLL_BENCH_NP      ranks (default: 4)
 #   COLL_BENCH_PRIMS   primitives (default: all nine)
 #   COLL_BENCH_ARGS    extra coll_perf/mpi_perf options
 #                      (default: -b 8 -e 16M -f 4 -n 10 -w 2)
@@ -33,7 +33,7 @@ T=$ROOT/tools
 KO=$ROOT/kmod/collective.ko
 MOD=collective
 DEV=${COLL_DEVICE:-/dev/collective}
-NP=${COLL_BENCH_NP:-$(nproc 2>/dev/null || echo 2)}
+NP=${COLL_BENCH_NP:-4}
 [ "$NP" -ge 2 ] 2>/dev/null || NP=2
 PRIMS=${COLL_BENCH_PRIMS:-allreduce reduce reducescatter allgather broadcast scatter gather alltoall barrier}
 ARGS=${COLL_BENCH_ARGS:--b 8 -e 16M -f 4 -n 10 -w 2}
@@ -76,16 +76,15 @@ for p in $PRIMS; do
 		echo "# coll_perf -p $p FAILED (see $OUT/coll-$p.txt)"
 		fail=1
 	fi
+	grep -v '^# \(coll_perf\|sizes\|time =\|algbw =\|#wrong =\)' "$OUT/coll-$p.txt"
 	if [ $mpi = 1 ]; then
 		# shellcheck disable=SC2086
 		OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 		mpirun --oversubscribe --mca btl self,vader --mca pml ob1 -np "$NP" \
 			"$T/mpi_perf" -p "$p" $ARGS > "$OUT/mpi-$p.txt" 2>&1 ||
 			echo "# mpi_perf -p $p failed (see $OUT/mpi-$p.txt)"
-		"$T/compare.sh" "$OUT/coll-$p.txt" "$OUT/mpi-$p.txt" "$OUT/memcpy.txt" ||
-			grep -v '^#' "$OUT/coll-$p.txt"
-	else
-		cat "$OUT/coll-$p.txt"
+		echo "# -- against Open MPI (shared memory, same guest, $NP ranks):"
+		"$T/compare.sh" "$OUT/coll-$p.txt" "$OUT/mpi-$p.txt" "$OUT/memcpy.txt"
 	fi
 done
 

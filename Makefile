@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# collective: top-level build.  See README.md.
+#
+#   make            module (against KDIR), library, tools, tests
+#   make run        boot a guest, load the module, benchmark every primitive
+#   make check      all tests (native unit tests, guest selftests, two guests)
+#   make lint       W=1, sparse (C=1) and checkpatch --strict on kmod/ uapi/
+#   make install    module (modules_install), library, headers, tools
+#   make deps       install the Debian packages all of this needs
+
+# The 6.1 kernel the guests boot (Debian 12's linux-image-amd64).
+GUEST_KVER ?= $(shell ls /lib/modules 2>/dev/null | grep '^6\.1\.' | sort -V | tail -1)
+# Build against the running kernel's build dir when it exists, else 6.1.
+KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
+		    $(if $(GUEST_KVER),/lib/modules/$(GUEST_KVER)/build))
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD := $(CURDIR)/build
+
+DEB_PKGS := linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
+	qemu-system-x86 busybox-static kmod cpio xz-utils bc \
+	rdma-core ibverbs-utils rdmacm-utils perftest iproute2 \
+	libnl-3-dev libnl-genl-3-dev openmpi-bin libopenmpi-dev \
+	sparse gcc make
+
+LINUX_SRC_TAR := /usr/src/linux-source-6.1.tar.xz
+CHECKPATCH := $(BUILD)/linux-source-6.1/scripts/checkpatch.pl
+
+all: module userlib tools selftests
+
+# Install what is missing (as root, from Debian's archive).  INITRD=No skips
+# update-initramfs for the guest kernel, which we boot with our own.
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+		grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing: $$missing"; \
+		apt-get update -q && \
+		INITRD=No DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+$(BUILD)/.deps-ok:
+	@$(MAKE) --no-print-directory deps
+	@mkdir -p $(BUILD) && touch $@
+
+module: $(BUILD)/.deps-ok
+	@kdir='$(KDIR)'; [ -n "$$kdir" ] || \
+		kdir=/lib/modules/$$(ls /lib/modules | grep '^6\.1\.' | sort -V | tail -1)/build; \
+	$(MAKE) -C $$kdir M=$(CURDIR) modules
+
+userlib: $(BUILD)/.deps-ok
+	$(MAKE) -C userlib
+
+tools: userlib
+	$(MAKE) -C tools
+
+selftests: userlib tools
+	$(MAKE) -C selftests
+	$(MAKE) -C selftests/unit
+	$(MAKE) -C selftests/rig
+
+# Everything, with the module built for the guests' kernel whatever the host
+# runs.  A sub-make, so that GUEST_KVER is read after deps installed it.
+guest-build: $(BUILD)/.deps-ok
+	@$(MAKE) --no-print-directory KDIR=/lib/modules/$(GUEST_KVER)/build all
+
+run: guest-build
+	selftests/rig/vm.sh --name bench --mem 4G --timeout 1500 -- tools/bench-guest.sh
+
+check: guest-build
+	selftests/run-all.sh
+
+$(CHECKPATCH): $(BUILD)/.deps-ok
+	tar -xJf $(LINUX_SRC_TAR) -C $(BUILD) \
+		linux-source-6.1/scripts/checkpatch.pl \
+		linux-source-6.1/scripts/spelling.txt \
+		linux-source-6.1/scripts/const_structs.checkpatch
+	touch $@
+
+lint: $(CHECKPATCH)
+	@kdir=/lib/modules/$$(ls /lib/modules | grep '^6\.1\.' | sort -V | tail -1)/build; \
+	out=$$( { $(MAKE) -C $$kdir M=$(CURDIR) clean >/dev/null; \
+		$(MAKE) -C $$kdir M=$(CURDIR) W=1 C=1 modules; } 2>&1 | \
+		grep -E 'warning|error|: note:' | grep -v 'Skipping BTF' ); \
+	if [ -n "$$out" ]; then echo "$$out"; echo "lint: W=1/C=1 not clean"; exit 1; fi; \
+	echo "lint: W=1 and sparse clean"
+	$(CHECKPATCH) --no-tree --strict --quiet --show-types \
+		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG \
+		-f kmod/*.c kmod/*.h uapi/linux/*.h
+	@echo "lint: checkpatch --strict clean"
+
+install: all
+	@kdir='$(KDIR)'; $(MAKE) -C $$kdir M=$(CURDIR) modules_install
+	$(MAKE) -C userlib install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+
+clean:
+	-@kdir='$(KDIR)'; [ -d "$$kdir" ] && $(MAKE) -C $$kdir M=$(CURDIR) clean
+	-$(MAKE) -C userlib clean
+	-$(MAKE) -C tools clean
+	-$(MAKE) -C selftests clean
+	-$(MAKE) -C selftests/unit clean
+	-$(MAKE) -C selftests/rig clean
+	rm -rf $(BUILD)
+
+.PHONY: all deps module userlib tools selftests guest-build run check lint \
+	install clean

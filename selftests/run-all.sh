@@ -1,0 +1,59 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run every test suite of the project and count the results:
+#   unit      native unit tests of the schedules (no guest)
+#   native    native tests of the library and the tools (no device)
+#   guest     the kselftest-harness selftests inside one qemu guest
+#   rdma2     two guests on a socket network, RDMA between them
+# Each suite prints TAP; a suite that fails without saying which test failed
+# counts as one failure.  The last line is "N passed, N failed, N skipped".
+#
+# usage: selftests/run-all.sh [SUITE...]     (default: all suites)
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 1
+logdir=$root/build/logs
+mkdir -p "$logdir"
+
+pass=0 fail=0 skip=0
+failed=()
+
+run_suite() {
+	local name=$1 out rc p f s
+	shift
+	out=$logdir/suite-$name.tap
+	echo "# ==== suite $name: $*"
+	local t0=$SECONDS
+	"$@" 2>&1 | tee "$out"
+	rc=${PIPESTATUS[0]}
+	s=$(grep -cE '^[[:space:]]*ok [0-9]+.*# *(SKIP|skip)' "$out")
+	p=$(grep -cE '^[[:space:]]*ok [0-9]+' "$out")
+	f=$(grep -cE '^[[:space:]]*not ok [0-9]+' "$out")
+	p=$((p - s))
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "not ok - suite $name exited with rc $rc"
+		f=1
+	fi
+	[ "$f" -gt 0 ] && failed+=("$name")
+	echo "# ==== suite $name: rc=$rc passed=$p failed=$f skipped=$s ($((SECONDS - t0)) s)"
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+}
+
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(unit native guest rdma2)
+for s in "${suites[@]}"; do
+	case $s in
+	unit)	run_suite unit make -s -C selftests/unit run ;;
+	native)	run_suite native sh -c 'make -s -C userlib check && make -s -C tools check' ;;
+	guest)	run_suite guest selftests/rig/vm.sh --name selftests --mem 4G \
+			--timeout 2400 -- selftests/guest-run.sh ;;
+	rdma2)	run_suite rdma2 selftests/rig/test-rdma-2guest.sh ;;
+	*)	echo "unknown suite $s" >&2; exit 2 ;;
+	esac
+done
+
+[ ${#failed[@]} -eq 0 ] || echo "# failed suites: ${failed[*]} (logs in $logdir)"
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
