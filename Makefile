@@ -90,7 +90,7 @@ lint: $(CHECKPATCH)
 	echo "lint: W=1 and sparse clean"
 	$(CHECKPATCH) --no-tree --strict --quiet --show-types \
 		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG \
-		-f kmod/*.c kmod/*.h uapi/linux/*.h
+		-f kmod/coll_*.c kmod/coll_*.h uapi/linux/*.h
 	@echo "lint: checkpatch --strict clean"
 
 install: all

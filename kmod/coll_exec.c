@@ -364,18 +364,20 @@ typedef bool (*coll_exec_cond)(struct coll_task *task, u32 round);
  */
 static bool coll_exec_moved(struct coll_task *task, u32 round)
 {
-	return READ_ONCE(task->status) || smp_load_acquire(&task->cur_round) !=
-	       round || smp_load_acquire(&task->state) == COLL_OP_DONE;
+	if (READ_ONCE(task->status) || coll_task_state(task) == COLL_OP_DONE)
+		return true;
+	/* pairs with smp_store_release() in coll_exec_advance() */
+	return smp_load_acquire(&task->cur_round) != round;
 }
 
 static bool coll_exec_done(struct coll_task *task, u32 round)
 {
-	return smp_load_acquire(&task->state) == COLL_OP_DONE;
+	return coll_task_state(task) == COLL_OP_DONE;
 }
 
 static bool coll_exec_started(struct coll_task *task, u32 round)
 {
-	return smp_load_acquire(&task->state) != COLL_OP_ARRIVING;
+	return coll_task_state(task) != COLL_OP_ARRIVING;
 }
 
 /* Sleep on the task: killable for user threads, idle for work items. */

@@ -83,7 +83,7 @@ struct coll_comm {
 	u32 njoined;			/* coll_comms_lock */
 	enum coll_comm_state state;	/* coll_comms_lock */
 	wait_queue_head_t join_wq;
-	spinlock_t lock;
+	spinlock_t lock;		/* dead, ops, members' next_seq */
 	bool dead;			/* lock */
 	struct list_head ops;		/* lock: in-flight coll_task.node */
 	struct coll_member **members;	/* coll_comms_lock */
@@ -136,7 +136,7 @@ struct coll_task {
 	u64 seq;
 	u32 nranks;
 	u32 narrived;			/* comm->lock */
-	spinlock_t lock;
+	spinlock_t lock;		/* state, status */
 	enum coll_op_state state;	/* lock */
 	int status;			/* lock; 0 or -errno, final once set */
 	wait_queue_head_t wq;
@@ -155,6 +155,17 @@ struct coll_task {
 
 	struct coll_slot slot[];
 };
+
+/*
+ * Lockless read of a task's state, for waiters.  state is written under
+ * task->lock and only ever moves forward; the acquire makes what the writer
+ * did before (status, the buffers' contents) visible once DONE is seen.
+ */
+static inline enum coll_op_state coll_task_state(struct coll_task *task)
+{
+	/* pairs with spin_unlock() after the state change */
+	return smp_load_acquire(&task->state);
+}
 
 struct coll_req {
 	struct coll_task *op;		/* holds a ref */

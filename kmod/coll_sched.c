@@ -15,12 +15,6 @@
 #include <linux/errno.h>
 #include <linux/math64.h>
 #include <linux/overflow.h>
-#else
-#include <errno.h>
-#include <stdbool.h>
-#define check_mul_overflow(a, b, d) __builtin_mul_overflow(a, b, d)
-#define check_add_overflow(a, b, d) __builtin_add_overflow(a, b, d)
-#define div64_u64(a, b) ((a) / (b))
 #endif
 #include <linux/collective.h>
 #include "coll_sched.h"

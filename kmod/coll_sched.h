@@ -26,15 +26,9 @@
 #ifndef COLL_SCHED_H
 #define COLL_SCHED_H
 
+/* Natively, selftests/unit/coll_native.h provides the kernel's types. */
 #ifdef __KERNEL__
 #include <linux/types.h>
-#else
-#include <stdint.h>
-#include <stddef.h>
-typedef uint8_t u8;
-typedef uint16_t u16;
-typedef uint32_t u32;
-typedef uint64_t u64;
 #endif
 
 enum coll_sbuf {

@@ -250,7 +250,8 @@ void coll_op_abort(struct coll_task *task, int err)
 	if (task->state != COLL_OP_DONE) {
 		if (!task->status)
 			task->status = err;
-		smp_mb();	/* status before nactive; see coll_exec.c */
+		/* status before nactive: pairs with coll_exec_participate() */
+		smp_mb();
 		if (task->state == COLL_OP_ARRIVING ||
 		    !atomic_read(&task->nactive)) {
 			task->state = COLL_OP_DONE;
@@ -506,13 +507,9 @@ void coll_req_free(struct coll_req *req)
 	kfree(req);
 }
 
-/*
- * state is written under task->lock; the acquire load makes the final
- * status visible to lockless readers once they see DONE.
- */
 static bool coll_task_done(struct coll_task *task)
 {
-	return smp_load_acquire(&task->state) == COLL_OP_DONE;
+	return coll_task_state(task) == COLL_OP_DONE;
 }
 
 /**

@@ -27,121 +27,104 @@
 			 { COLL_BARRIER, "barrier" })
 
 DECLARE_EVENT_CLASS(coll_comm_class,
-	TP_PROTO(const struct coll_comm *comm, u32 rank, u32 njoined),
-	TP_ARGS(comm, rank, njoined),
-	TP_STRUCT__entry(
-		__field(u32, comm)
-		__field(u32, nranks)
-		__field(u32, rank)
-		__field(u32, njoined)
-	),
-	TP_fast_assign(
-		__entry->comm = comm->serial;
-		__entry->nranks = comm->nranks;
-		__entry->rank = rank;
-		__entry->njoined = njoined;
-	),
-	TP_printk("comm=%u rank=%u/%u joined=%u", __entry->comm,
-		  __entry->rank, __entry->nranks, __entry->njoined)
-);
+		    TP_PROTO(const struct coll_comm *comm, u32 rank,
+			     u32 njoined),
+		    TP_ARGS(comm, rank, njoined),
+		    TP_STRUCT__entry(__field(u32, comm)
+				     __field(u32, nranks)
+				     __field(u32, rank)
+				     __field(u32, njoined)),
+		    TP_fast_assign(__entry->comm = comm->serial;
+				   __entry->nranks = comm->nranks;
+				   __entry->rank = rank;
+				   __entry->njoined = njoined;),
+		    TP_printk("comm=%u rank=%u/%u joined=%u", __entry->comm,
+			      __entry->rank, __entry->nranks,
+			      __entry->njoined));
 
 DEFINE_EVENT(coll_comm_class, coll_comm_join,
-	TP_PROTO(const struct coll_comm *comm, u32 rank, u32 njoined),
-	TP_ARGS(comm, rank, njoined));
+	     TP_PROTO(const struct coll_comm *comm, u32 rank, u32 njoined),
+	     TP_ARGS(comm, rank, njoined));
 
 DEFINE_EVENT(coll_comm_class, coll_comm_leave,
-	TP_PROTO(const struct coll_comm *comm, u32 rank, u32 njoined),
-	TP_ARGS(comm, rank, njoined));
+	     TP_PROTO(const struct coll_comm *comm, u32 rank, u32 njoined),
+	     TP_ARGS(comm, rank, njoined));
 
 TRACE_EVENT(coll_op_submit,
-	TP_PROTO(const struct coll_task *task, u32 rank,
-		 const struct coll_op *arg),
-	TP_ARGS(task, rank, arg),
-	TP_STRUCT__entry(
-		__field(u32, comm)
-		__field(u64, seq)
-		__field(u32, rank)
-		__field(u32, prim)
-		__field(u32, dtype)
-		__field(u32, redop)
-		__field(u64, count)
-		__field(u32, flags)
-	),
-	TP_fast_assign(
-		__entry->comm = task->comm->serial;
-		__entry->seq = task->seq;
-		__entry->rank = rank;
-		__entry->prim = arg->prim;
-		__entry->dtype = arg->dtype;
-		__entry->redop = arg->redop;
-		__entry->count = arg->count;
-		__entry->flags = arg->flags;
-	),
-	TP_printk("comm=%u seq=%llu rank=%u %s dtype=%u redop=%u count=%llu flags=%#x",
-		  __entry->comm, __entry->seq, __entry->rank,
-		  coll_show_prim(__entry->prim), __entry->dtype,
-		  __entry->redop, __entry->count, __entry->flags)
-);
+	    TP_PROTO(const struct coll_task *task, u32 rank,
+		     const struct coll_op *arg),
+	    TP_ARGS(task, rank, arg),
+	    TP_STRUCT__entry(__field(u32, comm)
+			     __field(u64, seq)
+			     __field(u32, rank)
+			     __field(u32, prim)
+			     __field(u32, dtype)
+			     __field(u32, redop)
+			     __field(u64, count)
+			     __field(u32, flags)),
+	    TP_fast_assign(__entry->comm = task->comm->serial;
+			   __entry->seq = task->seq;
+			   __entry->rank = rank;
+			   __entry->prim = arg->prim;
+			   __entry->dtype = arg->dtype;
+			   __entry->redop = arg->redop;
+			   __entry->count = arg->count;
+			   __entry->flags = arg->flags;),
+	    TP_printk("comm=%u seq=%llu rank=%u %s dtype=%u redop=%u count=%llu flags=%#x",
+		      __entry->comm, __entry->seq, __entry->rank,
+		      coll_show_prim(__entry->prim), __entry->dtype,
+		      __entry->redop, __entry->count, __entry->flags));
 
 DECLARE_EVENT_CLASS(coll_op_class,
-	TP_PROTO(const struct coll_task *task, int err),
-	TP_ARGS(task, err),
-	TP_STRUCT__entry(
-		__field(u32, comm)
-		__field(u64, seq)
-		__field(u32, prim)
-		__field(u32, algo)
-		__field(u32, nrounds)
-		__field(u32, nsteps)
-		__field(int, err)
-	),
-	TP_fast_assign(
-		__entry->comm = task->comm->serial;
-		__entry->seq = task->seq;
-		__entry->prim = task->desc.prim;
-		__entry->algo = task->desc.algo;
-		__entry->nrounds = task->sched.nrounds;
-		__entry->nsteps = task->sched.nsteps;
-		__entry->err = err;
-	),
-	TP_printk("comm=%u seq=%llu %s algo=%u rounds=%u steps=%u err=%d",
-		  __entry->comm, __entry->seq, coll_show_prim(__entry->prim),
-		  __entry->algo, __entry->nrounds, __entry->nsteps,
-		  __entry->err)
-);
+		    TP_PROTO(const struct coll_task *task, int err),
+		    TP_ARGS(task, err),
+		    TP_STRUCT__entry(__field(u32, comm)
+				     __field(u64, seq)
+				     __field(u32, prim)
+				     __field(u32, algo)
+				     __field(u32, nrounds)
+				     __field(u32, nsteps)
+				     __field(int, err)),
+		    TP_fast_assign(__entry->comm = task->comm->serial;
+				   __entry->seq = task->seq;
+				   __entry->prim = task->desc.prim;
+				   __entry->algo = task->desc.algo;
+				   __entry->nrounds = task->sched.nrounds;
+				   __entry->nsteps = task->sched.nsteps;
+				   __entry->err = err;),
+		    TP_printk("comm=%u seq=%llu %s algo=%u rounds=%u steps=%u err=%d",
+			      __entry->comm, __entry->seq,
+			      coll_show_prim(__entry->prim), __entry->algo,
+			      __entry->nrounds, __entry->nsteps,
+			      __entry->err));
 
 DEFINE_EVENT(coll_op_class, coll_op_start,
-	TP_PROTO(const struct coll_task *task, int err),
-	TP_ARGS(task, err));
+	     TP_PROTO(const struct coll_task *task, int err),
+	     TP_ARGS(task, err));
 
 DEFINE_EVENT(coll_op_class, coll_op_done,
-	TP_PROTO(const struct coll_task *task, int err),
-	TP_ARGS(task, err));
+	     TP_PROTO(const struct coll_task *task, int err),
+	     TP_ARGS(task, err));
 
 TRACE_EVENT(coll_chunk,
-	TP_PROTO(const struct coll_task *task, u32 round, u32 step, u64 elem,
-		 u64 n),
-	TP_ARGS(task, round, step, elem, n),
-	TP_STRUCT__entry(
-		__field(u32, comm)
-		__field(u64, seq)
-		__field(u32, round)
-		__field(u32, step)
-		__field(u64, elem)
-		__field(u64, n)
-	),
-	TP_fast_assign(
-		__entry->comm = task->comm->serial;
-		__entry->seq = task->seq;
-		__entry->round = round;
-		__entry->step = step;
-		__entry->elem = elem;
-		__entry->n = n;
-	),
-	TP_printk("comm=%u seq=%llu round=%u step=%u elem=%llu n=%llu",
-		  __entry->comm, __entry->seq, __entry->round, __entry->step,
-		  __entry->elem, __entry->n)
-);
+	    TP_PROTO(const struct coll_task *task, u32 round, u32 step,
+		     u64 elem, u64 n),
+	    TP_ARGS(task, round, step, elem, n),
+	    TP_STRUCT__entry(__field(u32, comm)
+			     __field(u64, seq)
+			     __field(u32, round)
+			     __field(u32, step)
+			     __field(u64, elem)
+			     __field(u64, n)),
+	    TP_fast_assign(__entry->comm = task->comm->serial;
+			   __entry->seq = task->seq;
+			   __entry->round = round;
+			   __entry->step = step;
+			   __entry->elem = elem;
+			   __entry->n = n;),
+	    TP_printk("comm=%u seq=%llu round=%u step=%u elem=%llu n=%llu",
+		      __entry->comm, __entry->seq, __entry->round,
+		      __entry->step, __entry->elem, __entry->n));
 
 #endif /* _COLL_TRACE_H */
 

@@ -9,6 +9,7 @@
 
 #include <linux/types.h>
 #include <linux/ioctl.h>
+#include <linux/const.h>
 
 #define COLL_DEVICE_NAME "collective"
 #define COLL_TYPE ';'
@@ -61,7 +62,7 @@
 
 /* Limits */
 #define COLL_MAX_RANKS		1024
-#define COLL_MAX_BYTES		(1ULL << 40)
+#define COLL_MAX_BYTES		_BITULL(40)
 #define COLL_ID_BYTES		16
 
 enum {
@@ -99,6 +100,7 @@ struct coll_info {
 	__aligned_u64 out_ops_total;
 	__aligned_u64 out_bytes_total;
 };
+
 #define COLL_INFO _IO(COLL_TYPE, COLL_CMD_INFO)
 
 /**
@@ -135,6 +137,7 @@ struct coll_comm_init {
 	__u32 out_comm;
 	__u32 __reserved;
 };
+
 #define COLL_COMM_INIT _IO(COLL_TYPE, COLL_CMD_COMM_INIT)
 
 /**
@@ -154,6 +157,7 @@ struct coll_comm_destroy {
 	__u32 comm;
 	__u32 __reserved;
 };
+
 #define COLL_COMM_DESTROY _IO(COLL_TYPE, COLL_CMD_COMM_DESTROY)
 
 /* Primitives.  Counts follow NCCL: see struct coll_op. */
@@ -213,7 +217,7 @@ enum coll_algo {
 };
 
 /* struct coll_op flags */
-#define COLL_OP_F_NONBLOCK	(1U << 0)	/* return a request handle */
+#define COLL_OP_F_NONBLOCK	_BITUL(0)	/* return a request handle */
 #define COLL_OP_F_ALL		(COLL_OP_F_NONBLOCK)
 
 /**
@@ -277,6 +281,7 @@ struct coll_op {
 	__u32 out_req;
 	__u32 __reserved;
 };
+
 #define COLL_SUBMIT _IO(COLL_TYPE, COLL_CMD_SUBMIT)
 
 /**
@@ -298,6 +303,7 @@ struct coll_wait {
 	__u32 req;
 	__u32 timeout_ms;
 };
+
 #define COLL_WAIT _IO(COLL_TYPE, COLL_CMD_WAIT)
 #define COLL_TEST _IO(COLL_TYPE, COLL_CMD_TEST)
 
