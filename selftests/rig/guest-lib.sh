@@ -1,0 +1,158 @@
+# shellcheck shell=bash
+# Helpers for commands running inside a rig guest (vm.sh / vms.sh). Source it:
+#   . "$COLL_GUEST_LIB"          (a copy in the run directory; always visible)
+#   . "$COLL_ROOT/selftests/rig/guest-lib.sh"
+# Functions return nonzero on failure and never exit the caller's shell.
+#
+# Guest environment (set by vm.sh / vms.sh):
+#   COLL_ROOT COLL_RUN_DIR COLL_GUEST_NAME COLL_GUEST_LIB, and with vms.sh:
+#   GUEST_INDEX GUEST_COUNT GUEST_IP GUEST_IPS
+
+coll_log() { printf '[%s %ss] %s\n' "${COLL_GUEST_NAME:-guest}" "$(cut -d' ' -f1 /proc/uptime)" "$*" >&2; }
+
+# coll_in_guest: true inside a rig guest.
+coll_in_guest() { [ -n "${COLL_RUN_DIR:-}" ] && [ "$(hostname)" = "${COLL_GUEST_NAME:-}" ]; }
+
+# coll_peer_ips: the other guests' addresses, one a line (vms.sh).
+coll_peer_ips() {
+	local ip
+	for ip in ${GUEST_IPS:-}; do
+		[ "$ip" = "${GUEST_IP:-}" ] || echo "$ip"
+	done
+}
+
+# coll_retry TRIES DELAY CMD [ARGS...]: run CMD until it succeeds, at most TRIES times.
+coll_retry() {
+	local tries=$1 delay=$2 i
+	shift 2
+	for ((i = 1; i <= tries; i++)); do
+		"$@" && return 0
+		[ "$i" -lt "$tries" ] && sleep "$delay"
+	done
+	coll_log "gave up after $tries tries: $*"
+	return 1
+}
+
+# coll_wait_peer IP [TIMEOUT_SECS=60]: wait until IP answers ping.
+coll_wait_peer() {
+	local ip=$1 limit=${2:-60} start=$SECONDS
+	until ping -c 1 -W 1 "$ip" >/dev/null 2>&1; do
+		if ((SECONDS - start >= limit)); then
+			coll_log "peer $ip unreachable after ${limit}s"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# coll_wait_peers [TIMEOUT_SECS=60]: wait for every other guest of vms.sh.
+coll_wait_peers() {
+	local ip
+	for ip in $(coll_peer_ips); do
+		coll_wait_peer "$ip" "${1:-60}" || return 1
+	done
+}
+
+# coll_wait_port IP PORT [TIMEOUT_SECS=60]: wait until a TCP port accepts connections.
+coll_wait_port() {
+	local ip=$1 port=$2 limit=${3:-60} start=$SECONDS
+	until (exec 3<>"/dev/tcp/$ip/$port") 2>/dev/null; do
+		if ((SECONDS - start >= limit)); then
+			coll_log "$ip:$port not accepting after ${limit}s"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# coll_rxe_up [NETDEV [IBDEV]]: load rdma_rxe and create a soft-RoCE device.
+# Default NETDEV: eth0 when it has an IPv4 address (rxe0), otherwise lo (rxelo).
+# Idempotent. Waits until the port is ACTIVE. Prints the IB device name.
+coll_rxe_up() {
+	local nd=${1:-} ib=${2:-} i state
+	if [ -z "$nd" ]; then
+		if ip -4 -o addr show dev eth0 2>/dev/null | grep -q inet; then nd=eth0; else nd=lo; fi
+	fi
+	if [ -z "$ib" ]; then
+		case $nd in lo) ib=rxelo ;; eth0) ib=rxe0 ;; *) ib=rxe_$nd ;; esac
+	fi
+	modprobe rdma_rxe || { coll_log "modprobe rdma_rxe failed"; return 1; }
+	if ! modprobe ib_uverbs || ! modprobe rdma_ucm; then
+		coll_log "modprobe ib_uverbs/rdma_ucm failed"
+		return 1
+	fi
+	ip link set "$nd" up || return 1
+	if [ ! -d "/sys/class/infiniband/$ib" ]; then
+		rdma link add "$ib" type rxe netdev "$nd" || { coll_log "rdma link add $ib on $nd failed"; return 1; }
+	fi
+	for ((i = 0; i < 100; i++)); do
+		state=$(cat "/sys/class/infiniband/$ib/ports/1/state" 2>/dev/null || true)
+		case $state in *ACTIVE*) echo "$ib"; return 0 ;; esac
+		sleep 0.1
+	done
+	coll_log "$ib port not ACTIVE (state: ${state:-none})"
+	return 1
+}
+
+# coll_insmod KO [PARAMS...]: modprobe KO's dependencies (modinfo depends=), then insmod it.
+coll_insmod() {
+	local ko=$1 deps d
+	shift
+	[ -f "$ko" ] || { coll_log "no module file $ko"; return 1; }
+	deps=$(modinfo -F depends "$ko" 2>/dev/null || true)
+	for d in ${deps//,/ }; do
+		modprobe "$d" || { coll_log "modprobe $d (needed by $ko) failed"; return 1; }
+	done
+	insmod "$ko" "$@" || { coll_log "insmod $ko failed"; return 1; }
+}
+
+# The guest's busybox (init puts its applets last in PATH as /.rig/bin).
+COLL_BUSYBOX=${COLL_BUSYBOX:-/.rig/busybox}
+
+# _coll_knock IP PORT: connect, expect "ok" from a _coll_serve_once listener.
+_coll_knock() {
+	(
+		exec 3<>"/dev/tcp/$1/$2" || exit 1
+		read -r -t 5 -u 3 ack || exit 1
+		[ "$ack" = ok ]
+	) 2>/dev/null
+}
+
+# _coll_serve_once PORT SECS: accept one connection, send "ok".
+_coll_serve_once() {
+	echo ok | timeout "$2" "$COLL_BUSYBOX" nc -l -p "$1" >/dev/null 2>&1
+}
+
+# coll_barrier [TIMEOUT_SECS=120]: wait until every guest of vms.sh reaches
+# its barrier (TCP ports 7790/7791 on eth0; guest 0 coordinates). Use one
+# before a guest finishes if its peers still need it: a guest that is done
+# powers off and drops off the network.
+coll_barrier() {
+	local limit=${1:-120} start=$SECONDS k ip first
+	[ "${GUEST_COUNT:-1}" -gt 1 ] || return 0
+	first=${GUEST_IPS%% *}
+	if [ "${GUEST_INDEX:-0}" = 0 ]; then
+		for ((k = 1; k < GUEST_COUNT; k++)); do
+			_coll_serve_once 7790 $((limit - (SECONDS - start) + 1)) ||
+				{ coll_log "barrier: only $((k - 1)) of $((GUEST_COUNT - 1)) peers arrived"; return 1; }
+		done
+		for ip in $(coll_peer_ips); do
+			until _coll_knock "$ip" 7791; do
+				((SECONDS - start < limit)) || { coll_log "barrier: cannot release $ip"; return 1; }
+				sleep 0.2
+			done
+		done
+	else
+		until _coll_knock "$first" 7790; do
+			((SECONDS - start < limit)) || { coll_log "barrier: $first not answering"; return 1; }
+			sleep 0.2
+		done
+		_coll_serve_once 7791 $((limit - (SECONDS - start) + 1)) ||
+			{ coll_log "barrier: not released"; return 1; }
+	fi
+}
+
+# coll_dmesg_splats: print kernel BUG/WARNING/Oops lines from dmesg; true if any.
+coll_dmesg_splats() {
+	dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|general protection fault|UBSAN:|KASAN:'
+}

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * udp-hub: a tiny learning Ethernet switch for qemu guests on 127.0.0.1.
+ *
+ * Each guest's NIC is "-netdev socket,udp=127.0.0.1:HUBPORT,localaddr=127.0.0.1:0":
+ * qemu sends every frame as one UDP datagram to HUBPORT and accepts frames
+ * from any sender. The hub binds one loopback UDP port per guest (ephemeral,
+ * so there is nothing to collide with), learns each guest's address from the
+ * first datagram it receives on that port, learns source MACs, and forwards
+ * each frame to the port owning its destination MAC, flooding broadcast,
+ * multicast and unknown destinations. It never touches anything but 127.0.0.1.
+ *
+ * usage: udp-hub -n N [-o PORTFILE] [-t SECS] [-p PID] [-v]
+ *   -n N         number of guest ports (1..64)
+ *   -o PORTFILE  write the N port numbers (one line, space-separated) to this
+ *                file, atomically, once bound (default: stdout)
+ *   -t SECS      exit after SECS seconds in any case (default 3600)
+ *   -p PID       exit when process PID is gone (checked every second)
+ *   -v           print statistics to stderr on exit
+ * SIGTERM/SIGINT/SIGHUP end it at once.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PORTS 64
+#define MAX_MACS 1024
+#define FRAME_MAX (65536 + 4096)
+
+struct port {
+	int fd;
+	uint16_t port;
+	int known;			/* peer address learned */
+	struct sockaddr_in peer;
+	unsigned long rx, tx, drop;
+};
+
+struct mac_entry {
+	uint8_t mac[6];
+	int port;
+};
+
+static struct port ports[MAX_PORTS];
+static int nports;
+static struct mac_entry macs[MAX_MACS];
+static int nmacs;
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int mac_lookup(const uint8_t *mac)
+{
+	for (int i = 0; i < nmacs; i++)
+		if (!memcmp(macs[i].mac, mac, 6))
+			return macs[i].port;
+	return -1;
+}
+
+static void mac_learn(const uint8_t *mac, int port)
+{
+	if (mac[0] & 1)		/* a multicast source is bogus */
+		return;
+	for (int i = 0; i < nmacs; i++) {
+		if (!memcmp(macs[i].mac, mac, 6)) {
+			macs[i].port = port;
+			return;
+		}
+	}
+	if (nmacs < MAX_MACS) {
+		memcpy(macs[nmacs].mac, mac, 6);
+		macs[nmacs++].port = port;
+	}
+}
+
+static void send_to(int to, const void *buf, size_t len)
+{
+	struct port *p = &ports[to];
+
+	if (!p->known) {
+		p->drop++;
+		return;
+	}
+	if (sendto(p->fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&p->peer,
+		   sizeof(p->peer)) < 0)
+		p->drop++;	/* guest gone or its socket full: like a lossy wire */
+	else
+		p->tx++;
+}
+
+static void handle(int from, const uint8_t *buf, size_t len)
+{
+	const uint8_t *dst = buf, *src = buf + 6;
+	int to;
+
+	ports[from].rx++;
+	if (len < 14)
+		return;
+	mac_learn(src, from);
+	to = (dst[0] & 1) ? -1 : mac_lookup(dst);
+	if (to == from)
+		return;
+	if (to >= 0) {
+		send_to(to, buf, len);
+		return;
+	}
+	for (int i = 0; i < nports; i++)
+		if (i != from)
+			send_to(i, buf, len);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: udp-hub -n N [-o PORTFILE] [-t SECS] [-p PID] [-v]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static uint8_t buf[FRAME_MAX];
+	const char *portfile = NULL;
+	double limit = 3600, deadline, next_check = 0;
+	pid_t watch = 0;
+	int verbose = 0, opt;
+	struct pollfd pfd[MAX_PORTS];
+	struct sigaction sa;
+
+	while ((opt = getopt(argc, argv, "n:o:t:p:v")) != -1) {
+		switch (opt) {
+		case 'n': nports = atoi(optarg); break;
+		case 'o': portfile = optarg; break;
+		case 't': limit = atof(optarg); break;
+		case 'p': watch = (pid_t)atol(optarg); break;
+		case 'v': verbose = 1; break;
+		default: usage();
+		}
+	}
+	if (optind != argc || nports < 1 || nports > MAX_PORTS || limit <= 0)
+		usage();
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	for (int i = 0; i < nports; i++) {
+		struct sockaddr_in a = { .sin_family = AF_INET };
+		socklen_t alen = sizeof(a);
+		int sz = 4 << 20;
+
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		ports[i].fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (ports[i].fd < 0 ||
+		    bind(ports[i].fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		    getsockname(ports[i].fd, (struct sockaddr *)&a, &alen) < 0) {
+			perror("udp-hub: socket/bind");
+			return 1;
+		}
+		/* Bursts of 9000-byte frames: ask for large buffers (best effort). */
+		if (setsockopt(ports[i].fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+			setsockopt(ports[i].fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		if (setsockopt(ports[i].fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+			setsockopt(ports[i].fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		ports[i].port = ntohs(a.sin_port);
+		pfd[i].fd = ports[i].fd;
+		pfd[i].events = POLLIN;
+	}
+
+	{
+		char tmp[4096];
+		FILE *f = stdout;
+
+		if (portfile) {
+			snprintf(tmp, sizeof(tmp), "%s.tmp.%d", portfile, (int)getpid());
+			f = fopen(tmp, "w");
+			if (!f) {
+				perror("udp-hub: port file");
+				return 1;
+			}
+		}
+		for (int i = 0; i < nports; i++)
+			fprintf(f, "%s%u", i ? " " : "", ports[i].port);
+		fputc('\n', f);
+		if (portfile) {
+			if (fclose(f) || rename(tmp, portfile)) {
+				perror("udp-hub: port file");
+				return 1;
+			}
+		} else {
+			fflush(f);
+		}
+	}
+
+	deadline = now() + limit;
+	while (!stop) {
+		int n = poll(pfd, nports, 1000);
+		double t;
+
+		if (n < 0 && errno != EINTR) {
+			perror("udp-hub: poll");
+			return 1;
+		}
+		for (int i = 0; n > 0 && i < nports; i++) {
+			if (!(pfd[i].revents & POLLIN))
+				continue;
+			/* Drain what is queued, bounded so no port starves the others. */
+			for (int k = 0; k < 64; k++) {
+				struct sockaddr_in from;
+				socklen_t flen = sizeof(from);
+				ssize_t len = recvfrom(ports[i].fd, buf, sizeof(buf), MSG_DONTWAIT,
+						       (struct sockaddr *)&from, &flen);
+
+				if (len < 0)
+					break;
+				if (from.sin_addr.s_addr != htonl(INADDR_LOOPBACK))
+					continue;
+				ports[i].peer = from;
+				ports[i].known = 1;
+				if (len == 0)
+					continue;	/* qemu reads 0 bytes as "closed": never forward */
+				handle(i, buf, (size_t)len);
+			}
+		}
+		t = now();
+		if (t >= deadline) {
+			fprintf(stderr, "udp-hub: time limit (%.0f s) reached, exiting\n", limit);
+			break;
+		}
+		if (watch && t >= next_check) {
+			next_check = t + 1;
+			if (kill(watch, 0) < 0 && errno == ESRCH)
+				break;
+		}
+	}
+
+	if (verbose)
+		for (int i = 0; i < nports; i++)
+			fprintf(stderr, "udp-hub: port %d (%u): rx %lu tx %lu drop %lu\n",
+				i, ports[i].port, ports[i].rx, ports[i].tx, ports[i].drop);
+	return 0;
+}
