@@ -204,10 +204,14 @@ typedef void (*coll_reduce_fn)(void *dst, const void *a, const void *b,
 u32 coll_dtype_size(u32 dtype);
 bool coll_dtype_is_float(u32 dtype);
 coll_reduce_fn coll_reduce_get(u32 dtype, u32 redop);
+void coll_reduce_select(void);
 void coll_reduce_div(u32 dtype, void *dst, size_t n, u32 div);
 
 /* coll_reduce_fp.c (built with the FPU enabled: call inside kernel_fpu_*) */
 coll_reduce_fn coll_reduce_fp_get(u32 dtype, u32 redop);
 void coll_reduce_fp_div(u32 dtype, void *dst, size_t n, u32 div);
+
+/* coll_reduce_avx2.c (built with AVX2: only if the CPU has it) */
+coll_reduce_fn coll_reduce_avx2_get(u32 dtype, u32 redop);
 
 #endif /* COLL_LOC_H */

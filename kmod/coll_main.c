@@ -234,6 +234,7 @@ static int __init coll_init(void)
 {
 	int ret;
 
+	coll_reduce_select();
 	coll_wq = alloc_workqueue("collective", WQ_UNBOUND, 0);
 	if (!coll_wq)
 		return -ENOMEM;

@@ -7,8 +7,14 @@
  * signed overflow is defined); AVG is the wrapped sum divided by nranks,
  * truncated toward zero.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/kernel.h>
+#include <linux/ktime.h>
+#include <linux/slab.h>
 #include <linux/types.h>
+#include <asm/cpufeature.h>
+#include <asm/fpu/api.h>
 
 #include "coll_loc.h"
 
@@ -113,6 +119,62 @@ static void (*const coll_int_div[COLL_FP16])(void *, size_t, u32) = {
 	[COLL_UINT64] = coll_div_u64,
 };
 
+/* Faster kernels found by coll_reduce_select(); written once at load. */
+static coll_reduce_fn coll_reduce_fast[COLL_DTYPE_MAX][COLL_REDOP_MAX];
+
+#define COLL_BENCH_ELEMS 1024
+#define COLL_BENCH_REPS 64
+
+/* Nanoseconds for COLL_BENCH_REPS passes of @fn over the buffers. */
+static u64 coll_reduce_time(coll_reduce_fn fn, void *d, const void *a,
+			    const void *b)
+{
+	u64 t0;
+	int i;
+
+	kernel_fpu_begin();
+	t0 = ktime_get_ns();
+	for (i = 0; i < COLL_BENCH_REPS; i++)
+		fn(d, a, b, COLL_BENCH_ELEMS);
+	t0 = ktime_get_ns() - t0;
+	kernel_fpu_end();
+	return t0;
+}
+
+/**
+ * coll_reduce_select() - pick the fastest kernels at load time
+ *
+ * As lib/raid6/algos.c does: where the CPU offers wider vectors (AVX2),
+ * time both implementations of the floating-point sum and use the faster
+ * one for every (type, op) it covers.
+ */
+void coll_reduce_select(void)
+{
+	u64 generic, avx2;
+	u32 t, op;
+	double *buf;
+
+	if (!boot_cpu_has(X86_FEATURE_AVX2) ||
+	    !cpu_has_xfeatures(XFEATURE_MASK_SSE | XFEATURE_MASK_YMM, NULL))
+		return;
+	buf = kcalloc(3 * COLL_BENCH_ELEMS, sizeof(*buf), GFP_KERNEL);
+	if (!buf)
+		return;
+	generic = coll_reduce_time(coll_reduce_fp_get(COLL_FP32, COLL_SUM),
+				   buf, buf + COLL_BENCH_ELEMS,
+				   buf + 2 * COLL_BENCH_ELEMS);
+	avx2 = coll_reduce_time(coll_reduce_avx2_get(COLL_FP32, COLL_SUM),
+				buf, buf + COLL_BENCH_ELEMS,
+				buf + 2 * COLL_BENCH_ELEMS);
+	kfree(buf);
+	pr_debug("fp32 sum: sse %llu ns, avx2 %llu ns\n", generic, avx2);
+	if (avx2 >= generic)
+		return;
+	for (t = 0; t < COLL_DTYPE_MAX; t++)
+		for (op = 0; op < COLL_REDOP_MAX; op++)
+			coll_reduce_fast[t][op] = coll_reduce_avx2_get(t, op);
+}
+
 /**
  * coll_reduce_get() - the kernel for (dtype, redop)
  * @dtype: enum coll_dtype, validated by the caller
@@ -123,6 +185,8 @@ static void (*const coll_int_div[COLL_FP16])(void *, size_t, u32) = {
  */
 coll_reduce_fn coll_reduce_get(u32 dtype, u32 redop)
 {
+	if (coll_reduce_fast[dtype][redop])
+		return coll_reduce_fast[dtype][redop];
 	if (coll_dtype_is_float(dtype))
 		return coll_reduce_fp_get(dtype, redop);
 	return coll_int_fns[dtype][redop];

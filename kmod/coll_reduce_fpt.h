@@ -7,7 +7,7 @@
  * GCC vector of COLL_VEC_LANES elements), sums and products run on whole
  * vectors: loaded and stored unaligned, and since the destination may
  * coincide only exactly with the first source, each vector is read before it
- * is written.
+ * is written.  With COLL_TMPL_SUM_PROD_ONLY only those two are made.
  */
 
 #define COLL_ADD(u, v) ((u) + (v))
@@ -48,6 +48,7 @@ static void COLL_FN(prod)(void *dst, const void *a, const void *b, size_t n)
 		d[i] = COLL_ST(COLL_LD(x[i]) * COLL_LD(y[i]));
 }
 
+#ifndef COLL_TMPL_SUM_PROD_ONLY
 static void COLL_FN(min)(void *dst, const void *a, const void *b, size_t n)
 {
 	coll_elem_t *d = dst;
@@ -83,6 +84,7 @@ static void COLL_FN(div)(void *dst, size_t n, u32 div)
 	for (i = 0; i < n; i++)
 		d[i] = COLL_ST(COLL_LD(d[i]) / q);
 }
+#endif /* COLL_TMPL_SUM_PROD_ONLY */
 
 #undef COLL_VEC_LOOP
 #undef COLL_ADD
