@@ -19,6 +19,7 @@
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <asm/fpu/api.h>
@@ -380,14 +381,71 @@ static bool coll_exec_started(struct coll_task *task, u32 round)
 	return coll_task_state(task) != COLL_OP_ARRIVING;
 }
 
-/* Sleep on the task: killable for user threads, idle for work items. */
+/*
+ * Wait on the task: poll for up to spin_ns first (the chunks others are
+ * running are short, and sleeping costs two context switches), then sleep,
+ * killable for user threads, idle for work items.
+ */
 static int coll_exec_sleep(struct coll_task *task, bool killable,
 			   coll_exec_cond cond, u32 round)
 {
+	u64 until = local_clock() + READ_ONCE(coll_spin_ns);
+
+	while (!cond(task, round) && local_clock() < until) {
+		if (need_resched() || (killable && fatal_signal_pending(current)))
+			break;
+		cpu_relax();
+	}
 	if (killable)
 		return wait_event_killable(task->wq, cond(task, round));
 	wait_event_idle(task->wq, cond(task, round));
 	return 0;
+}
+
+/* Claim and run chunks of the current round until none is left. */
+static void coll_exec_claim(struct coll_task *task, u32 round)
+{
+	u32 end = coll_round_chunks_end(task, round);
+	int c;
+
+	for (;;) {
+		c = atomic_read(&task->next_chunk);
+		if (c >= end || READ_ONCE(task->status))
+			return;
+		if (atomic_cmpxchg(&task->next_chunk, c, c + 1) != c)
+			continue;
+		coll_exec_chunk(task, round, c);
+		if (atomic_dec_and_test(&task->round_left))
+			coll_exec_advance(task, round);
+		cond_resched();
+	}
+}
+
+/**
+ * coll_exec_solo() - run a small collective in the caller's thread alone
+ * @task: a RUNNING task with solo set; the caller holds a reference
+ *
+ * The other ranks wait for DONE and never claim chunks, so this thread
+ * passes every round without waiting.
+ */
+void coll_exec_solo(struct coll_task *task)
+{
+	u32 round;
+
+	atomic_inc(&task->nactive);
+	/* nactive before status: pairs with smp_mb() in coll_op_abort() */
+	smp_mb__after_atomic();
+	for (;;) {
+		if (READ_ONCE(task->status) || coll_exec_done(task, 0))
+			break;
+		/* pairs with smp_store_release() in coll_exec_advance() */
+		round = smp_load_acquire(&task->cur_round);
+		if (round >= task->sched.nrounds)
+			break;
+		coll_exec_claim(task, round);
+	}
+	if (atomic_dec_and_test(&task->nactive))
+		coll_task_try_finish(task);
 }
 
 /**
@@ -401,11 +459,13 @@ static int coll_exec_sleep(struct coll_task *task, bool killable,
  */
 int coll_exec_participate(struct coll_task *task, bool killable)
 {
-	u32 round, end;
-	int c;
+	u32 round;
 
 	if (coll_exec_sleep(task, killable, coll_exec_started, 0))
 		return -EINTR;
+
+	if (task->solo)		/* run by the last rank to arrive */
+		goto wait_done;
 
 	atomic_inc(&task->nactive);
 	/* nactive before status: pairs with smp_mb() in coll_op_abort() */
@@ -417,17 +477,7 @@ int coll_exec_participate(struct coll_task *task, bool killable)
 		round = smp_load_acquire(&task->cur_round);
 		if (round >= task->sched.nrounds)
 			break;
-		end = coll_round_chunks_end(task, round);
-		c = atomic_read(&task->next_chunk);
-		if (c < end) {
-			if (atomic_cmpxchg(&task->next_chunk, c, c + 1) != c)
-				continue;
-			coll_exec_chunk(task, round, c);
-			if (atomic_dec_and_test(&task->round_left))
-				coll_exec_advance(task, round);
-			cond_resched();
-			continue;
-		}
+		coll_exec_claim(task, round);
 		/* Everything of this round is claimed: wait for the next. */
 		if (atomic_dec_and_test(&task->nactive))
 			coll_task_try_finish(task);
@@ -440,6 +490,7 @@ int coll_exec_participate(struct coll_task *task, bool killable)
 	if (atomic_dec_and_test(&task->nactive))
 		coll_task_try_finish(task);
 
+wait_done:
 	if (coll_exec_sleep(task, killable, coll_exec_done, 0))
 		return -EINTR;
 	return READ_ONCE(task->status);

@@ -56,6 +56,8 @@ extern unsigned int coll_join_timeout_ms;
 extern unsigned int coll_default_algo;
 extern unsigned int coll_ring_chunk_bytes;
 extern unsigned int coll_exec_chunk_bytes;
+extern unsigned int coll_solo_bytes;
+extern unsigned int coll_spin_ns;
 
 struct coll_file {
 	struct kref kref;
@@ -152,6 +154,9 @@ struct coll_task {
 	atomic_t round_left;
 	u32 cur_round;			/* written with release semantics */
 	atomic_t nactive;
+	bool solo;			/* small: the last rank to arrive runs it
+					 * alone, the others just wait for DONE
+					 */
 
 	struct coll_slot slot[];
 };
@@ -184,6 +189,7 @@ bool coll_file_has_done(struct coll_file *cf);
 /* coll_exec.c */
 int coll_exec_prepare(struct coll_task *task);
 int coll_exec_participate(struct coll_task *task, bool killable);
+void coll_exec_solo(struct coll_task *task);
 
 /* coll_obuf.c */
 struct coll_obuf {

@@ -40,6 +40,16 @@ module_param_named(exec_chunk_bytes, coll_exec_chunk_bytes, uint, 0644);
 MODULE_PARM_DESC(exec_chunk_bytes,
 		 "Unit of work that one thread claims at a time (bytes)");
 
+unsigned int coll_solo_bytes = 32 << 10;
+module_param_named(solo_bytes, coll_solo_bytes, uint, 0644);
+MODULE_PARM_DESC(solo_bytes,
+		 "Collectives moving at most this much (count * size * nranks) are run by one thread, without waking the others in between");
+
+unsigned int coll_spin_ns = 20000;
+module_param_named(spin_ns, coll_spin_ns, uint, 0644);
+MODULE_PARM_DESC(spin_ns,
+		 "How long a thread polls for the next round before it sleeps (ns)");
+
 static int coll_open(struct inode *inode, struct file *file)
 {
 	struct coll_file *cf;

@@ -344,12 +344,19 @@ static void coll_task_start(struct coll_task *task)
 		task->state = COLL_OP_DONE;
 		fin = true;
 	} else {
+		task->solo = task->bytes * task->nranks <=
+			     READ_ONCE(coll_solo_bytes);
 		task->state = COLL_OP_RUNNING;
 	}
 	spin_unlock(&task->lock);
 
 	if (fin) {
 		coll_task_finish(task);
+		return;
+	}
+	if (task->solo) {
+		/* Cheaper than waking everyone for each round. */
+		coll_exec_solo(task);
 		return;
 	}
 	wake_up_all(&task->wq);
