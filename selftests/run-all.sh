@@ -28,9 +28,15 @@ run_suite() {
 	local t0=$SECONDS
 	"$@" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
-	s=$(grep -cE '^[[:space:]]*ok [0-9]+.*# *(SKIP|skip)' "$out")
-	p=$(grep -cE '^[[:space:]]*ok [0-9]+' "$out")
-	f=$(grep -cE '^[[:space:]]*not ok [0-9]+' "$out")
+	# Test lines at the top level and, one level down, the lines of the
+	# programs a suite runs (kselftest runner style "# ok N name"); the
+	# runner's own per-program lines ("ok N selftests: ...") summarise
+	# those and are not counted again.
+	grep -E '^(# )?(not )?ok [0-9]+' "$out" |
+		grep -vE '^(not )?ok [0-9]+ selftests: ' > "$out.tests"
+	s=$(grep -cE '# *(SKIP|skip)' "$out.tests")
+	p=$(grep -cE '^(# )?ok ' "$out.tests")
+	f=$(grep -cE '^(# )?not ok ' "$out.tests")
 	p=$((p - s))
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "not ok - suite $name exited with rc $rc"
