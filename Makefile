@@ -94,7 +94,8 @@ lint: $(CHECKPATCH)
 	@echo "lint: checkpatch --strict clean"
 
 install: all
-	@kdir='$(KDIR)'; $(MAKE) -C $$kdir M=$(CURDIR) modules_install
+	@kdir='$(KDIR)'; $(MAKE) -C $$kdir M=$(CURDIR) \
+		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
 	$(MAKE) -C userlib install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 
