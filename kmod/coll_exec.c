@@ -402,16 +402,22 @@ static int coll_exec_sleep(struct coll_task *task, bool killable,
 	return 0;
 }
 
-/* Claim and run chunks of the current round until none is left. */
-static void coll_exec_claim(struct coll_task *task, u32 round)
+/*
+ * Claim and run chunks of the current round until none is left.  A user
+ * thread with a fatal signal stops at once (returns true): its process is
+ * dying and its peers should hear of it now, not after this round.
+ */
+static bool coll_exec_claim(struct coll_task *task, u32 round, bool killable)
 {
 	u32 end = coll_round_chunks_end(task, round);
 	int c;
 
 	for (;;) {
+		if (killable && fatal_signal_pending(current))
+			return true;
 		c = atomic_read(&task->next_chunk);
 		if (c >= end || READ_ONCE(task->status))
-			return;
+			return false;
 		if (atomic_cmpxchg(&task->next_chunk, c, c + 1) != c)
 			continue;
 		coll_exec_chunk(task, round, c);
@@ -442,7 +448,7 @@ void coll_exec_solo(struct coll_task *task)
 		round = smp_load_acquire(&task->cur_round);
 		if (round >= task->sched.nrounds)
 			break;
-		coll_exec_claim(task, round);
+		coll_exec_claim(task, round, false);
 	}
 	if (atomic_dec_and_test(&task->nactive))
 		coll_task_try_finish(task);
@@ -454,15 +460,15 @@ void coll_exec_solo(struct coll_task *task)
  * @killable: sleep killable (a user thread) rather than idle (a work item)
  *
  * Return: the collective's result, or -EINTR if the caller got a fatal
- * signal (the collective goes on without it; the process's death then
- * fails it for everyone).
+ * signal (the collective then fails for everyone with ECONNRESET).
  */
 int coll_exec_participate(struct coll_task *task, bool killable)
 {
+	bool killed;
 	u32 round;
 
 	if (coll_exec_sleep(task, killable, coll_exec_started, 0))
-		return -EINTR;
+		goto killed;
 
 	if (task->solo)		/* run by the last rank to arrive */
 		goto wait_done;
@@ -477,12 +483,15 @@ int coll_exec_participate(struct coll_task *task, bool killable)
 		round = smp_load_acquire(&task->cur_round);
 		if (round >= task->sched.nrounds)
 			break;
-		coll_exec_claim(task, round);
+		killed = coll_exec_claim(task, round, killable);
+		if (killed)
+			coll_op_abort(task, -ECONNRESET);
 		/* Everything of this round is claimed: wait for the next. */
 		if (atomic_dec_and_test(&task->nactive))
 			coll_task_try_finish(task);
-		if (coll_exec_sleep(task, killable, coll_exec_moved, round))
-			return -EINTR;
+		if (killed ||
+		    coll_exec_sleep(task, killable, coll_exec_moved, round))
+			goto killed;
 		atomic_inc(&task->nactive);
 		/* as above: nactive before status */
 		smp_mb__after_atomic();
@@ -492,6 +501,14 @@ int coll_exec_participate(struct coll_task *task, bool killable)
 
 wait_done:
 	if (coll_exec_sleep(task, killable, coll_exec_done, 0))
-		return -EINTR;
+		goto killed;
 	return READ_ONCE(task->status);
+
+killed:
+	/*
+	 * A fatal signal: the process is going away and its descriptor will
+	 * kill the communicator; fail the collective for the peers now.
+	 */
+	coll_op_abort(task, -ECONNRESET);
+	return -EINTR;
 }

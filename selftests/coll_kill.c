@@ -6,8 +6,10 @@
  * COLL_COMM_DESTROY or by closing its descriptor (FIXTURE_VARIANT), while
  *  - waiting:     the other three are blocked in an AllReduce the leaver
  *                 never submitted;
- *  - running:     all four are in a 32 MiB in-place AllReduce loop, so the
- *                 leaver goes in the middle of one that is moving data;
+ *  - running:     all four are in a 64 MiB in-place AllReduce loop, so the
+ *                 leaver goes in the middle of one that is moving data
+ *                 (4 x 64 MiB of guest memory; the time to notice a leave
+ *                 must not grow with the size of a round);
  *  - nonblocking: the other three have a non-blocking AllReduce pending
  *                 and sleep in poll() on the descriptor.
  * Every other rank's collective must fail with ECONNRESET within 1 s of
@@ -24,7 +26,7 @@
 #define STEP_MS		30000	/* bound on any one wait in a rank */
 #define LEAVE_BOUND_NS	1000000000LL
 #define WAIT_COUNT	(256 * 1024)		/* 1 MiB of fp32 */
-#define RUN_COUNT	(8 * 1024 * 1024)	/* 32 MiB of fp32 */
+#define RUN_COUNT	(16 * 1024 * 1024)	/* 64 MiB of fp32 */
 #define RUN_MAX_ITERS	1000
 
 enum how { HOW_KILL, HOW_DESTROY, HOW_CLOSE };

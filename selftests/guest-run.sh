@@ -13,7 +13,7 @@
 # Environment:
 #   COLL_ROOT          project root (default: the current directory)
 #   COLL_SELFTESTS     directory of the test programs
-#                      (default: $COLL_ROOT/build/selftests)
+#                      (default: ${COLL_BUILD:-$COLL_ROOT/build}/selftests)
 #   COLL_TESTS         programs to run (default: coll_abi coll_correct coll_kill)
 #   COLL_INSMOD_ARGS   module parameters for insmod
 #   COLL_TIMEOUT       seconds per program (default per program below)
@@ -34,7 +34,7 @@ fi
 
 ROOT=${COLL_ROOT:-$(pwd)}
 cd "$ROOT" || { echo "Bail out! cannot cd to $ROOT"; exit 1; }
-BIN=${COLL_SELFTESTS:-$ROOT/build/selftests}
+BIN=${COLL_SELFTESTS:-${COLL_BUILD:-$ROOT/build}/selftests}
 TESTS=${COLL_TESTS:-coll_abi coll_correct coll_kill}
 KO=$ROOT/kmod/collective.ko
 MOD=collective
