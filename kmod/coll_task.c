@@ -128,12 +128,24 @@ static void coll_slot_release(struct coll_slot *slot)
 
 static void coll_task_work(struct work_struct *work);
 
+/* Locks: comm->lock. */
+static struct coll_task *coll_task_find(struct coll_comm *comm, u64 seq)
+{
+	struct coll_task *task;
+
+	lockdep_assert_held(&comm->lock);
+	list_for_each_entry(task, &comm->ops, node)
+		if (task->seq == seq)
+			return task;
+	return NULL;
+}
+
 static struct coll_task *coll_task_alloc(struct coll_comm *comm)
 {
 	struct coll_task *task;
 	u32 r;
 
-	task = kzalloc(struct_size(task, slot, comm->nranks), GFP_KERNEL);
+	task = kvzalloc(struct_size(task, slot, comm->nranks), GFP_KERNEL);
 	if (!task)
 		return NULL;
 	kref_init(&task->kref);		/* the comm's in-flight list */
@@ -165,7 +177,7 @@ static void coll_task_release(struct kref *kref)
 	kvfree(task->chunk_first);
 	if (task->comm)
 		coll_comm_put(task->comm);
-	kfree(task);
+	kvfree(task);
 }
 
 /* May sleep (unpinning): never call with a spinlock held. */
@@ -426,16 +438,11 @@ int coll_op_submit(struct coll_file *cf, struct coll_op *arg)
 	if (ret)
 		goto err_unlock;
 
-	cand = coll_task_alloc(comm);
-	if (!cand) {
-		ret = -ENOMEM;
-		goto err_release;
-	}
 	if (nonblock) {
 		req = kzalloc(sizeof(*req), GFP_KERNEL);
 		if (!req) {
 			ret = -ENOMEM;
-			goto err_free_cand;
+			goto err_release;
 		}
 		ret = xa_alloc(&cf->reqs, &rhandle, NULL, xa_limit_31b,
 			       GFP_KERNEL);
@@ -443,16 +450,28 @@ int coll_op_submit(struct coll_file *cf, struct coll_op *arg)
 			goto err_free_req;
 	}
 
-	spin_lock(&comm->lock);
-	if (comm->dead) {
-		spin_unlock(&comm->lock);
-		ret = -ECONNRESET;
-		goto err_erase_req;
-	}
-	list_for_each_entry(task, &comm->ops, node)
-		if (task->seq == m->next_seq)
+	/*
+	 * The first rank to arrive creates the task; allocate (it is sized by
+	 * nranks) only when none is there, outside the spinlock.
+	 */
+	for (;;) {
+		spin_lock(&comm->lock);
+		if (comm->dead) {
+			spin_unlock(&comm->lock);
+			ret = -ECONNRESET;
+			goto err_free_cand;
+		}
+		task = coll_task_find(comm, m->next_seq);
+		if (task || cand)
 			break;
-	if (list_entry_is_head(task, &comm->ops, node)) {
+		spin_unlock(&comm->lock);
+		cand = coll_task_alloc(comm);
+		if (!cand) {
+			ret = -ENOMEM;
+			goto err_erase_req;
+		}
+	}
+	if (!task) {
 		task = cand;
 		cand = NULL;
 		task->seq = m->next_seq;
@@ -484,7 +503,7 @@ int coll_op_submit(struct coll_file *cf, struct coll_op *arg)
 		arg->out_req = rhandle;
 	}
 	mutex_unlock(&cf->lock);
-	kfree(cand);
+	kvfree(cand);
 
 	if (start)
 		coll_task_start(task);
@@ -494,13 +513,13 @@ int coll_op_submit(struct coll_file *cf, struct coll_op *arg)
 	coll_op_put(task);
 	return ret;
 
+err_free_cand:
+	kvfree(cand);
 err_erase_req:
 	if (nonblock)
 		xa_erase(&cf->reqs, rhandle);
 err_free_req:
 	kfree(req);
-err_free_cand:
-	kfree(cand);
 err_release:
 	coll_slot_release(&pinned);
 err_unlock:
