@@ -89,7 +89,6 @@ lint: $(CHECKPATCH)
 	if [ -n "$$out" ]; then echo "$$out"; echo "lint: W=1/C=1 not clean"; exit 1; fi; \
 	echo "lint: W=1 and sparse clean"
 	$(CHECKPATCH) --no-tree --strict --quiet --show-types \
-		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG \
 		-f kmod/coll_*.c kmod/coll_*.h uapi/linux/*.h
 	@echo "lint: checkpatch --strict clean"
 
