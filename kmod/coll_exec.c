@@ -223,8 +223,8 @@ static void coll_exec_range(struct coll_task *task,
 	    s.pos == r.dst.pos)
 		return;		/* in place: already there */
 	if (step->kind == COLL_STEP_REDUCE) {
-		r.fn = coll_reduce_get(task->desc.dtype, task->desc.redop);
-		r.fpu = coll_dtype_is_float(task->desc.dtype);
+		r.fn = coll_reduce_get(task->desc.dtype, task->desc.redop,
+				       &r.fpu);
 		r.avg = task->desc.redop == COLL_AVG &&
 			(step->flags & COLL_STEP_F_AVG);
 	}

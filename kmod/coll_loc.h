@@ -209,7 +209,7 @@ typedef void (*coll_reduce_fn)(void *dst, const void *a, const void *b,
 			       size_t n);
 u32 coll_dtype_size(u32 dtype);
 bool coll_dtype_is_float(u32 dtype);
-coll_reduce_fn coll_reduce_get(u32 dtype, u32 redop);
+coll_reduce_fn coll_reduce_get(u32 dtype, u32 redop, bool *fpu);
 void coll_reduce_select(void);
 void coll_reduce_div(u32 dtype, void *dst, size_t n, u32 div);
 

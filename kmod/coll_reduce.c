@@ -141,54 +141,70 @@ static u64 coll_reduce_time(coll_reduce_fn fn, void *d, const void *a,
 	return t0;
 }
 
+/* Time the scalar or SSE kernel against the AVX2 one for (dtype, redop). */
+static bool coll_avx2_faster(void *buf, u32 dtype, u32 redop)
+{
+	void *a = buf + COLL_BENCH_ELEMS * 8, *b = buf + COLL_BENCH_ELEMS * 16;
+	coll_reduce_fn base = coll_dtype_is_float(dtype) ?
+			      coll_reduce_fp_get(dtype, redop) :
+			      coll_int_fns[dtype][redop];
+	u64 t_base, t_avx2;
+
+	t_base = coll_reduce_time(base, buf, a, b);
+	t_avx2 = coll_reduce_time(coll_reduce_avx2_get(dtype, redop), buf, a,
+				  b);
+	pr_debug("dtype %u redop %u: base %llu ns, avx2 %llu ns\n", dtype,
+		 redop, t_base, t_avx2);
+	return t_avx2 < t_base;
+}
+
 /**
  * coll_reduce_select() - pick the fastest kernels at load time
  *
- * As lib/raid6/algos.c does: where the CPU offers wider vectors (AVX2),
- * time both implementations of the floating-point sum and use the faster
- * one for every (type, op) it covers.
+ * As lib/raid6/algos.c does: where the CPU offers AVX2, time the fp32 and
+ * the int32 sum both ways and use the AVX2 kernels of that family (floating
+ * point, integers) where they were faster.
  */
 void coll_reduce_select(void)
 {
-	u64 generic, avx2;
+	bool fp, ints;
+	void *buf;
 	u32 t, op;
-	double *buf;
 
 	if (!boot_cpu_has(X86_FEATURE_AVX2) ||
 	    !cpu_has_xfeatures(XFEATURE_MASK_SSE | XFEATURE_MASK_YMM, NULL))
 		return;
-	buf = kcalloc(3 * COLL_BENCH_ELEMS, sizeof(*buf), GFP_KERNEL);
+	buf = kzalloc(3 * 8 * COLL_BENCH_ELEMS, GFP_KERNEL);
 	if (!buf)
 		return;
-	generic = coll_reduce_time(coll_reduce_fp_get(COLL_FP32, COLL_SUM),
-				   buf, buf + COLL_BENCH_ELEMS,
-				   buf + 2 * COLL_BENCH_ELEMS);
-	avx2 = coll_reduce_time(coll_reduce_avx2_get(COLL_FP32, COLL_SUM),
-				buf, buf + COLL_BENCH_ELEMS,
-				buf + 2 * COLL_BENCH_ELEMS);
+	fp = coll_avx2_faster(buf, COLL_FP32, COLL_SUM);
+	ints = coll_avx2_faster(buf, COLL_INT32, COLL_SUM);
 	kfree(buf);
-	pr_debug("fp32 sum: sse %llu ns, avx2 %llu ns\n", generic, avx2);
-	if (avx2 >= generic)
-		return;
-	for (t = 0; t < COLL_DTYPE_MAX; t++)
+	for (t = 0; t < COLL_DTYPE_MAX; t++) {
+		if (coll_dtype_is_float(t) ? !fp : !ints)
+			continue;
 		for (op = 0; op < COLL_REDOP_MAX; op++)
 			coll_reduce_fast[t][op] = coll_reduce_avx2_get(t, op);
+	}
 }
 
 /**
  * coll_reduce_get() - the kernel for (dtype, redop)
  * @dtype: enum coll_dtype, validated by the caller
  * @redop: enum coll_redop, validated by the caller; AVG gives the sum
+ * @fpu: set if the kernel uses FPU or vector registers, and so must run
+ *       between kernel_fpu_begin() and kernel_fpu_end()
  *
- * Return: the function; floating-point ones must run between
- * kernel_fpu_begin() and kernel_fpu_end().
+ * Return: the function.
  */
-coll_reduce_fn coll_reduce_get(u32 dtype, u32 redop)
+coll_reduce_fn coll_reduce_get(u32 dtype, u32 redop, bool *fpu)
 {
+	*fpu = true;
 	if (coll_reduce_fast[dtype][redop])
 		return coll_reduce_fast[dtype][redop];
 	if (coll_dtype_is_float(dtype))
 		return coll_reduce_fp_get(dtype, redop);
+	*fpu = false;
 	return coll_int_fns[dtype][redop];
 }
 
