@@ -21,6 +21,7 @@
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/stat.h>
 #include <linux/slab.h>
 #include <asm/fpu/api.h>
 
@@ -382,17 +383,20 @@ static bool coll_exec_started(struct coll_task *task, u32 round)
 }
 
 /*
- * Wait on the task: poll for up to spin_ns first (the chunks others are
- * running are short, and sleeping costs two context switches), then sleep,
- * killable for user threads, idle for work items.
+ * Wait on the task: poll for up to spin_ns first, as long as no other task
+ * is runnable on this CPU (the ranks we wait for are running elsewhere, and
+ * sleeping costs a wake-up, often an IPI, and two context switches), then
+ * sleep, killable for user threads, idle for work items.
  */
 static int coll_exec_sleep(struct coll_task *task, bool killable,
 			   coll_exec_cond cond, u32 round)
 {
 	u64 until = local_clock() + READ_ONCE(coll_spin_ns);
 
+	/* As KVM's halt polling: only while no one else wants this CPU. */
 	while (!cond(task, round) && local_clock() < until) {
-		if (need_resched() || (killable && fatal_signal_pending(current)))
+		if (need_resched() || !single_task_running() ||
+		    (killable && fatal_signal_pending(current)))
 			break;
 		cpu_relax();
 	}

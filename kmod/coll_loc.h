@@ -120,7 +120,6 @@ struct coll_op_desc {
 };
 
 struct coll_slot {
-	bool arrived;
 	bool nonblock;
 	struct coll_op_desc desc;
 	struct coll_obuf *ob[2];	/* by enum coll_sbuf; may be the same */
@@ -174,7 +173,6 @@ static inline enum coll_op_state coll_task_state(struct coll_task *task)
 
 struct coll_req {
 	struct coll_task *op;		/* holds a ref */
-	u32 rank;
 };
 
 int coll_op_submit(struct coll_file *cf, struct coll_op *arg);

@@ -488,7 +488,6 @@ int coll_op_submit(struct coll_file *cf, struct coll_op *arg)
 	slot->base[0] = pinned.base[0];
 	slot->base[1] = pinned.base[1];
 	slot->nonblock = nonblock;
-	slot->arrived = true;
 	kref_get(&cf->kref);
 	slot->cf = cf;
 	kref_get(&task->kref);		/* the caller's or the request's */
@@ -498,7 +497,6 @@ int coll_op_submit(struct coll_file *cf, struct coll_op *arg)
 
 	if (nonblock) {
 		req->op = task;
-		req->rank = m->rank;
 		xa_store(&cf->reqs, rhandle, req, GFP_KERNEL);
 		arg->out_req = rhandle;
 	}
