@@ -48,6 +48,9 @@
  * (NCCL leaves the rest unspecified).
  *
  * COLL_SEED=<hex> repeats a run; COLL_CORRECT_BIG=0 skips the 64 MiB part.
+ * COLL_CORRECT_MAXBYTES=<n> (for slow debug kernels) makes "big" n bytes
+ * instead of 1 MiB, and skips the 64 MiB part when n < 64 MiB; the fixed
+ * sizes 0, 1, 1001 and 4099 are kept.
  */
 #include <math.h>
 
@@ -1086,6 +1089,21 @@ static int run_one(struct rctx *c, struct slot *s)
 
 /* ---- sweeps ---------------------------------------------------------------- */
 
+/* BIG_BYTES, or COLL_CORRECT_MAXBYTES when set to a positive number. */
+static size_t big_bytes(void)
+{
+	const char *e = getenv("COLL_CORRECT_MAXBYTES");
+	unsigned long long v;
+	char *end;
+
+	if (!e || !*e)
+		return BIG_BYTES;
+	v = strtoull(e, &end, 0);
+	if (*end || !v)
+		return BIG_BYTES;
+	return v;
+}
+
 static size_t sweep_count(int si, int prim, int dtype, int n)
 {
 	size_t es = dts[dtype].es;
@@ -1096,7 +1114,7 @@ static size_t sweep_count(int si, int prim, int dtype, int n)
 	case 1: return 1;
 	case 2: return 1001;
 	case 3: return 4099;
-	default: return BIG_BYTES / es / mult + 3;
+	default: return big_bytes() / es / mult + 3;
 	}
 }
 
@@ -1142,6 +1160,8 @@ static bool huge_enabled(void)
 {
 	const char *e = getenv("COLL_CORRECT_BIG");
 
+	if (big_bytes() != BIG_BYTES && big_bytes() < HUGE_BYTES)
+		return false;
 	return !e || strcmp(e, "0");
 }
 

@@ -16,6 +16,7 @@
 #                      (default: ${COLL_BUILD:-$COLL_ROOT/build}/selftests)
 #   COLL_TESTS         programs to run (default: coll_abi coll_correct coll_kill)
 #   COLL_INSMOD_ARGS   module parameters for insmod
+#   COLL_KO            module file (default: $COLL_ROOT/kmod/collective.ko)
 #   COLL_TIMEOUT       seconds per program (default per program below)
 #   COLL_KMSG_LINES    kernel log lines to echo at the end (default 200)
 #   COLL_SEED          passed through to coll_correct (repeats its inputs)
@@ -36,7 +37,7 @@ ROOT=${COLL_ROOT:-$(pwd)}
 cd "$ROOT" || { echo "Bail out! cannot cd to $ROOT"; exit 1; }
 BIN=${COLL_SELFTESTS:-${COLL_BUILD:-$ROOT/build}/selftests}
 TESTS=${COLL_TESTS:-coll_abi coll_correct coll_kill}
-KO=$ROOT/kmod/collective.ko
+KO=${COLL_KO:-$ROOT/kmod/collective.ko}
 MOD=collective
 DEV=${COLL_DEVICE:-/dev/collective}
 MARK="collective-selftests: start $$ $(date +%s 2>/dev/null)"

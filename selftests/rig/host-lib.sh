@@ -8,6 +8,8 @@
 #   COLL_ROOT   project root shared read-write with the guest at the same path
 #               (default: the repository containing this script)
 #   COLL_BUILD  build directory (default: $COLL_ROOT/build)
+#   COLL_MODDIR modules directory the initramfs takes its modules from
+#               (default: /lib/modules/$KVER; see mkinitramfs.sh)
 
 RIG_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 RIG_PROG=${RIG_PROG:-$(basename "$0")}
@@ -63,7 +65,7 @@ rig_initramfs() {
 		local f stale=0
 		[ -s "$out" ] || stale=1
 		for f in "$RIG_DIR/mkinitramfs.sh" "$RIG_DIR/init" "$RIG_DIR/host-lib.sh" \
-			"/lib/modules/$kver/modules.dep"; do
+			"${COLL_MODDIR:-/lib/modules/$kver}/modules.dep"; do
 			[ "$f" -nt "$out" ] && stale=1
 		done
 		if [ "$stale" = 1 ]; then

@@ -8,7 +8,9 @@
 # host over 9p at boot; see init.
 #
 # Env: KVER (default: newest 6.1.x in /lib/modules), BUSYBOX (default: busybox
-# from PATH, must be static).
+# from PATH, must be static), COLL_MODDIR (modules directory of the kernel,
+# default /lib/modules/$KVER; e.g. a debug kernel's `make modules_install
+# INSTALL_MOD_PATH=...` tree, where modules.builtin says what needs no module).
 set -euo pipefail
 
 RIG_PROG=mkinitramfs.sh
@@ -18,7 +20,7 @@ RIG_PROG=mkinitramfs.sh
 [ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
 out=$1
 kver=$(rig_kver)
-moddir=/lib/modules/$kver
+moddir=${COLL_MODDIR:-/lib/modules/$kver}
 [ -f "$moddir/modules.dep" ] || rig_die "$moddir/modules.dep not found"
 
 busybox=${BUSYBOX:-$(command -v busybox || true)}
