@@ -121,6 +121,7 @@ struct coll_op_desc {
 
 struct coll_slot {
 	bool nonblock;
+	unsigned long released;		/* bit 0: buffers unpinned */
 	struct coll_op_desc desc;
 	struct coll_obuf *ob[2];	/* by enum coll_sbuf; may be the same */
 	u64 base[2];			/* byte offset of each buffer in ob */
@@ -142,6 +143,7 @@ struct coll_task {
 	int status;			/* lock; 0 or -errno, final once set */
 	wait_queue_head_t wq;
 	u64 bytes;			/* user bytes moved, for statistics */
+	struct work_struct free_work;	/* unpins what ranks left pinned */
 
 	/* execution, set up once by the last arriving rank */
 	struct coll_op_desc desc;
@@ -173,6 +175,7 @@ static inline enum coll_op_state coll_task_state(struct coll_task *task)
 
 struct coll_req {
 	struct coll_task *op;		/* holds a ref */
+	u32 rank;
 };
 
 int coll_op_submit(struct coll_file *cf, struct coll_op *arg);

@@ -128,6 +128,20 @@ static void coll_slot_release(struct coll_slot *slot)
 
 static void coll_task_work(struct work_struct *work);
 
+/*
+ * A rank's own buffers, once its caller has seen the task DONE (no thread
+ * touches any buffer after that): unpinned by that rank, in its own thread,
+ * so that the cost is spread and the last rank to let go does not unpin
+ * everyone's.  Whatever is left goes with the last reference.
+ */
+static void coll_task_release_rank(struct coll_task *task, u32 rank)
+{
+	if (coll_task_state(task) != COLL_OP_DONE ||
+	    test_and_set_bit(0, &task->slot[rank].released))
+		return;
+	coll_slot_release(&task->slot[rank]);
+}
+
 /* Locks: comm->lock. */
 static struct coll_task *coll_task_find(struct coll_comm *comm, u64 seq)
 {
@@ -161,9 +175,8 @@ static struct coll_task *coll_task_alloc(struct coll_comm *comm)
 	return task;
 }
 
-static void coll_task_release(struct kref *kref)
+static void coll_task_free(struct coll_task *task)
 {
-	struct coll_task *task = container_of(kref, struct coll_task, kref);
 	u32 r;
 
 	for (r = 0; r < task->nranks; r++) {
@@ -178,6 +191,32 @@ static void coll_task_release(struct kref *kref)
 	if (task->comm)
 		coll_comm_put(task->comm);
 	kvfree(task);
+}
+
+static void coll_task_free_work(struct work_struct *work)
+{
+	coll_task_free(container_of(work, struct coll_task, free_work));
+}
+
+/*
+ * The last reference.  Buffers still pinned here belong to ranks that did
+ * not collect the task (killed, or closed with the request pending):
+ * unpinning them can take long, so it is not done in whoever's thread this
+ * happens to be, but in the module's workqueue.
+ */
+static void coll_task_release(struct kref *kref)
+{
+	struct coll_task *task = container_of(kref, struct coll_task, kref);
+	u32 r;
+
+	for (r = 0; r < task->nranks; r++) {
+		if (task->slot[r].ob[0] || task->slot[r].ob[1]) {
+			INIT_WORK(&task->free_work, coll_task_free_work);
+			queue_work(coll_wq, &task->free_work);
+			return;
+		}
+	}
+	coll_task_free(task);
 }
 
 /* May sleep (unpinning): never call with a spinlock held. */
@@ -387,6 +426,7 @@ static void coll_task_work(struct work_struct *work)
 	struct coll_task *task = slot->op;
 
 	coll_exec_participate(task, false);
+	coll_task_release_rank(task, slot - task->slot);
 	coll_op_put(task);
 }
 
@@ -410,7 +450,7 @@ int coll_op_submit(struct coll_file *cf, struct coll_op *arg)
 	struct coll_comm *comm;
 	struct coll_slot *slot;
 	bool start;
-	u32 rhandle = 0;
+	u32 rhandle = 0, rank;
 	int ret;
 
 	ret = coll_op_check(arg);
@@ -424,6 +464,7 @@ int coll_op_submit(struct coll_file *cf, struct coll_op *arg)
 		goto err_unlock;
 	}
 	comm = m->comm;
+	rank = m->rank;
 	if (coll_prim_rooted(arg->prim) && arg->root >= comm->nranks) {
 		ret = -EINVAL;
 		goto err_unlock;
@@ -497,6 +538,7 @@ int coll_op_submit(struct coll_file *cf, struct coll_op *arg)
 
 	if (nonblock) {
 		req->op = task;
+		req->rank = m->rank;
 		xa_store(&cf->reqs, rhandle, req, GFP_KERNEL);
 		arg->out_req = rhandle;
 	}
@@ -508,6 +550,7 @@ int coll_op_submit(struct coll_file *cf, struct coll_op *arg)
 	if (nonblock)
 		return 0;
 	ret = coll_exec_participate(task, true);
+	coll_task_release_rank(task, rank);
 	coll_op_put(task);
 	return ret;
 
@@ -549,6 +592,7 @@ int coll_op_wait(struct coll_file *cf, struct coll_wait *arg, bool test)
 	struct coll_task *task;
 	struct coll_req *req;
 	long left;
+	u32 rank;
 	int ret;
 
 	if (arg->flags)
@@ -563,6 +607,7 @@ int coll_op_wait(struct coll_file *cf, struct coll_wait *arg, bool test)
 		return -ENOENT;
 	}
 	task = req->op;
+	rank = req->rank;
 	kref_get(&task->kref);
 	mutex_unlock(&cf->lock);
 
@@ -588,6 +633,7 @@ int coll_op_wait(struct coll_file *cf, struct coll_wait *arg, bool test)
 	}
 
 	ret = READ_ONCE(task->status);
+	coll_task_release_rank(task, rank);
 	mutex_lock(&cf->lock);
 	if (xa_load(&cf->reqs, arg->req) == req) {
 		xa_erase(&cf->reqs, arg->req);
