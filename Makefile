@@ -5,6 +5,8 @@
 #   make            module (against KDIR), library, tools, tests
 #   make run        boot a guest, load the module, benchmark every primitive
 #   make check      all tests (native unit tests, guest selftests, two guests)
+#   make check-debug the guest selftests on a KASAN/lockdep/kmemleak kernel
+#                   built from linux-source-6.1 (~15 min the first time)
 #   make lint       W=1, sparse (C=1) and checkpatch --strict on kmod/ uapi/
 #   make install    module (modules_install), library, headers, tools
 #   make deps       install the Debian packages all of this needs
@@ -74,6 +76,10 @@ run: guest-build
 check: guest-build
 	selftests/run-all.sh
 
+check-debug: $(BUILD)/.deps-ok
+	@$(MAKE) --no-print-directory userlib tools selftests
+	selftests/rig/check-debug.sh
+
 $(CHECKPATCH): $(BUILD)/.deps-ok
 	tar -xJf $(LINUX_SRC_TAR) -C $(BUILD) \
 		linux-source-6.1/scripts/checkpatch.pl \
@@ -107,5 +113,5 @@ clean:
 	-$(MAKE) -C selftests/rig clean
 	rm -rf $(BUILD)
 
-.PHONY: all deps module userlib tools selftests guest-build run check lint \
+.PHONY: all deps module userlib tools selftests guest-build run check check-debug lint \
 	install clean
