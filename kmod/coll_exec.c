@@ -431,6 +431,33 @@ static bool coll_exec_claim(struct coll_task *task, u32 round, bool killable)
 	}
 }
 
+/*
+ * An executor enters before it claims and leaves when it has nothing to
+ * claim; the last one to leave an aborted task finishes it.
+ */
+static void coll_exec_enter(struct coll_task *task)
+{
+	atomic_inc(&task->nactive);
+	/* nactive before status: pairs with smp_mb() in coll_op_abort() */
+	smp_mb__after_atomic();
+}
+
+static void coll_exec_leave(struct coll_task *task)
+{
+	if (atomic_dec_and_test(&task->nactive))
+		coll_task_try_finish(task);
+}
+
+/* The round to work on, or false if there is nothing left to do. */
+static bool coll_exec_round(struct coll_task *task, u32 *round)
+{
+	if (READ_ONCE(task->status) || coll_exec_done(task, 0))
+		return false;
+	/* pairs with smp_store_release() in coll_exec_advance() */
+	*round = smp_load_acquire(&task->cur_round);
+	return *round < task->sched.nrounds;
+}
+
 /**
  * coll_exec_solo() - run a small collective in the caller's thread alone
  * @task: a RUNNING task with solo set; the caller holds a reference
@@ -442,20 +469,10 @@ void coll_exec_solo(struct coll_task *task)
 {
 	u32 round;
 
-	atomic_inc(&task->nactive);
-	/* nactive before status: pairs with smp_mb() in coll_op_abort() */
-	smp_mb__after_atomic();
-	for (;;) {
-		if (READ_ONCE(task->status) || coll_exec_done(task, 0))
-			break;
-		/* pairs with smp_store_release() in coll_exec_advance() */
-		round = smp_load_acquire(&task->cur_round);
-		if (round >= task->sched.nrounds)
-			break;
+	coll_exec_enter(task);
+	while (coll_exec_round(task, &round))
 		coll_exec_claim(task, round, false);
-	}
-	if (atomic_dec_and_test(&task->nactive))
-		coll_task_try_finish(task);
+	coll_exec_leave(task);
 }
 
 /**
@@ -477,31 +494,19 @@ int coll_exec_participate(struct coll_task *task, bool killable)
 	if (task->solo)		/* run by the last rank to arrive */
 		goto wait_done;
 
-	atomic_inc(&task->nactive);
-	/* nactive before status: pairs with smp_mb() in coll_op_abort() */
-	smp_mb__after_atomic();
-	for (;;) {
-		if (READ_ONCE(task->status) || coll_exec_done(task, 0))
-			break;
-		/* pairs with smp_store_release() in coll_exec_advance() */
-		round = smp_load_acquire(&task->cur_round);
-		if (round >= task->sched.nrounds)
-			break;
+	coll_exec_enter(task);
+	while (coll_exec_round(task, &round)) {
 		killed = coll_exec_claim(task, round, killable);
 		if (killed)
 			coll_op_abort(task, -ECONNRESET);
 		/* Everything of this round is claimed: wait for the next. */
-		if (atomic_dec_and_test(&task->nactive))
-			coll_task_try_finish(task);
+		coll_exec_leave(task);
 		if (killed ||
 		    coll_exec_sleep(task, killable, coll_exec_moved, round))
 			goto killed;
-		atomic_inc(&task->nactive);
-		/* as above: nactive before status */
-		smp_mb__after_atomic();
+		coll_exec_enter(task);
 	}
-	if (atomic_dec_and_test(&task->nactive))
-		coll_task_try_finish(task);
+	coll_exec_leave(task);
 
 wait_done:
 	if (coll_exec_sleep(task, killable, coll_exec_done, 0))

@@ -254,13 +254,18 @@ static void coll_task_finish(struct coll_task *task)
 	coll_op_put(task);		/* the list's reference */
 }
 
-/* Normal end: the last chunk of the last round is done. */
-void coll_task_complete(struct coll_task *task)
+/*
+ * Move a RUNNING task to DONE if @aborted says how it ended: normally (the
+ * last chunk of the last round is done, no error) or aborted (an error, and
+ * the last executor has left).
+ */
+static void coll_task_end(struct coll_task *task, bool aborted)
 {
 	bool fin = false;
 
 	spin_lock(&task->lock);
-	if (task->state == COLL_OP_RUNNING && !task->status) {
+	if (task->state == COLL_OP_RUNNING && !!task->status == aborted &&
+	    (!aborted || !atomic_read(&task->nactive))) {
 		task->state = COLL_OP_DONE;
 		fin = true;
 	}
@@ -269,20 +274,16 @@ void coll_task_complete(struct coll_task *task)
 		coll_task_finish(task);
 }
 
+/* Normal end: the last chunk of the last round is done. */
+void coll_task_complete(struct coll_task *task)
+{
+	coll_task_end(task, false);
+}
+
 /* Aborted end: the last executor left after an abort. */
 void coll_task_try_finish(struct coll_task *task)
 {
-	bool fin = false;
-
-	spin_lock(&task->lock);
-	if (task->state == COLL_OP_RUNNING && task->status &&
-	    !atomic_read(&task->nactive)) {
-		task->state = COLL_OP_DONE;
-		fin = true;
-	}
-	spin_unlock(&task->lock);
-	if (fin)
-		coll_task_finish(task);
+	coll_task_end(task, true);
 }
 
 /**
