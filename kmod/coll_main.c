@@ -45,7 +45,7 @@ module_param_named(solo_bytes, coll_solo_bytes, uint, 0644);
 MODULE_PARM_DESC(solo_bytes,
 		 "Collectives moving at most this much (count * size * nranks) are run by one thread, without waking the others in between");
 
-unsigned int coll_spin_ns = 20000;
+unsigned int coll_spin_ns = 100000;
 module_param_named(spin_ns, coll_spin_ns, uint, 0644);
 MODULE_PARM_DESC(spin_ns,
 		 "How long a thread polls for the next round before it sleeps (ns)");
