@@ -47,6 +47,13 @@
  * ReduceScatter: only the rank's own chunk of the send buffer is checked
  * (NCCL leaves the rest unspecified).
  *
+ * The matrix tests (nranks 3 and 4) do not rotate: for one primitive they
+ * run every algorithm (ring, direct, naive, auto) x in place and out of
+ * place x every root (rooted primitives) x {fp32 sum, int32 max}
+ * (reducing primitives; fp32 for the others) x sizes {1, 1001, 4099},
+ * with the offsets of the sweep for those sizes.  Only whether an unused
+ * buffer is passed as NULL still rotates.
+ *
  * COLL_SEED=<hex> repeats a run; COLL_CORRECT_BIG=0 skips the 64 MiB part.
  * COLL_CORRECT_MAXBYTES=<n> (for slow debug kernels) makes "big" n bytes
  * instead of 1 MiB, and skips the 64 MiB part when n < 64 MiB; the fixed
@@ -544,6 +551,7 @@ struct slot {
 struct rarg {
 	int n;
 	int test;		/* a primitive, or TEST_NONBLOCKING */
+	bool matrix;		/* the matrix of @test instead of the sweep */
 	unsigned int variant_off;
 	uint64_t seed;
 	coll_id_t id;
@@ -1208,6 +1216,48 @@ static int sweep(struct rctx *c, int prim)
 	return 0;
 }
 
+/*
+ * Every (dtype/op, algorithm, in place, root, size) for @prim, nothing
+ * rotated but null_unused.
+ */
+static int matrix(struct rctx *c, int prim)
+{
+	static const struct { int dtype, op; } dops[] = {
+		{ COLL_FP32, COLL_SUM }, { COLL_INT32, COLL_MAX },
+	};
+	static const int algos[] = {
+		COLL_ALGO_RING, COLL_ALGO_DIRECT, COLL_ALGO_NAIVE, COLL_ALGO_AUTO,
+	};
+	static const int sis[] = { 1, 2, 3 };	/* 1, 1001, 4099 (misaligned) */
+	struct slot *s = &c->slots[0];
+	unsigned int ndops = prim_reduces(prim) ? ARRAY_SIZE(dops) : 1;
+	int nroots = prim_rooted(prim) ? c->n : 1;
+	int64_t t0 = st_now_ns();
+	unsigned int d, a, si;
+	int ip, root;
+
+	for (d = 0; d < ndops; d++)
+		for (a = 0; a < ARRAY_SIZE(algos); a++)
+			for (ip = 0; ip < 2; ip++)
+				for (root = 0; root < nroots; root++)
+					for (si = 0; si < ARRAY_SIZE(sis); si++) {
+						int dt = dops[d].dtype;
+
+						rotate(c, &s->p, prim, dt, dops[d].op,
+						       sweep_count(sis[si], prim, dt, c->n),
+						       sis[si]);
+						s->p.algo = algos[a];
+						s->p.inplace = ip;
+						s->p.root = root;
+						if (run_one(c, s))
+							return -1;
+					}
+	if (c->rank == 0)
+		st_log("matrix %s n=%d: %lu calls in %.1f s", prim_names[prim],
+		       c->n, c->ncalls, (st_now_ns() - t0) / 1e9);
+	return 0;
+}
+
 static int barrier_test(struct rctx *c)
 {
 	struct shm *sh = c->a->shm;
@@ -1476,7 +1526,9 @@ static int rank_main(int rank, void *arg)
 		goto out_destroy;
 	}
 
-	if (a->test == TEST_NONBLOCKING)
+	if (a->matrix)
+		r = matrix(&c, a->test);
+	else if (a->test == TEST_NONBLOCKING)
 		r = nonblocking_test(&c);
 	else if (a->test == COLL_BARRIER)
 		r = barrier_test(&c);
@@ -1568,11 +1620,13 @@ FIXTURE_TEARDOWN(correct)
 /* The 6.1 harness runs the test body even when the setup SKIPped. */
 #define SKIP_IF_SETUP_SKIPPED() do { if (_metadata->skip) return; } while (0)
 
-static void run_ranks(struct __test_metadata *_metadata, int nranks, int test)
+static void run_ranks(struct __test_metadata *_metadata, int nranks, int test,
+		      bool matrix)
 {
 	struct rarg a = {
 		.n = nranks,
 		.test = test,
+		.matrix = matrix,
 		.variant_off = nranks * 7,
 		.seed = test_seed(),
 	};
@@ -1608,7 +1662,7 @@ static void run_ranks(struct __test_metadata *_metadata, int nranks, int test)
 	TEST_F_TIMEOUT(correct, name, TEST_TIMEOUT_S)			\
 	{								\
 		SKIP_IF_SETUP_SKIPPED();				\
-		run_ranks(_metadata, variant->nranks, prim);		\
+		run_ranks(_metadata, variant->nranks, prim, false);	\
 	}
 
 PRIM_TEST(allreduce, COLL_ALLREDUCE)
@@ -1621,6 +1675,48 @@ PRIM_TEST(gather, COLL_GATHER)
 PRIM_TEST(alltoall, COLL_ALLTOALL)
 PRIM_TEST(barrier, COLL_BARRIER)
 PRIM_TEST(nonblocking, TEST_NONBLOCKING)
+
+/* The exhaustive matrix (see the top of the file), for 3 and 4 ranks. */
+FIXTURE(matrix) {
+	int unused;
+};
+
+FIXTURE_VARIANT(matrix) {
+	int nranks;
+};
+
+FIXTURE_VARIANT_ADD(matrix, ranks3) { .nranks = 3 };
+FIXTURE_VARIANT_ADD(matrix, ranks4) { .nranks = 4 };
+
+FIXTURE_SETUP(matrix)
+{
+	int fd = st_dev_open();
+
+	if (fd < 0)
+		SKIP(return, "%s: %s (module not loaded?)", st_dev_path(),
+		     strerror(-fd));
+	close(fd);
+}
+
+FIXTURE_TEARDOWN(matrix)
+{
+}
+
+#define MATRIX_TEST(name, prim)						\
+	TEST_F_TIMEOUT(matrix, name, TEST_TIMEOUT_S)			\
+	{								\
+		SKIP_IF_SETUP_SKIPPED();				\
+		run_ranks(_metadata, variant->nranks, prim, true);	\
+	}
+
+MATRIX_TEST(allreduce, COLL_ALLREDUCE)
+MATRIX_TEST(reduce, COLL_REDUCE)
+MATRIX_TEST(reducescatter, COLL_REDUCESCATTER)
+MATRIX_TEST(allgather, COLL_ALLGATHER)
+MATRIX_TEST(broadcast, COLL_BROADCAST)
+MATRIX_TEST(scatter, COLL_SCATTER)
+MATRIX_TEST(gather, COLL_GATHER)
+MATRIX_TEST(alltoall, COLL_ALLTOALL)
 
 /*
  * The test's own arithmetic, no device needed: half/bfloat16 conversions
