@@ -32,8 +32,8 @@
  * - ENOTTY: unknown ioctl command.
  * - EINVAL: ``size`` shorter than the first version of the struct, a
  *   non-zero reserved field, or a field out of range (rank >= nranks,
- *   nranks == 0 or above %COLL_MAX_RANKS, root >= nranks, buffers given to
- *   a barrier, send and receive buffers that overlap other than in the
+ *   nranks == 0 or above %COLL_MAX_RANKS, root >= nranks, a count, type or
+ *   buffer given to a barrier, send and receive buffers that overlap other than in the
  *   documented in-place layouts, in-place AlltoAll of a different layout).
  * - E2BIG: ``size`` larger than the kernel's struct with a non-zero tail.
  * - EOPNOTSUPP: a flag, primitive, data type, reduction op or algorithm this
@@ -248,8 +248,8 @@ enum coll_algo {
  *   Barrier         0                    0
  *   ==============  ===================  ===================
  *
- *   A buffer a rank does not use is ignored.  Barrier needs count == 0
- *   and both buffers 0.  In-place operation uses the NCCL layouts:
+ *   A buffer a rank does not use is ignored.  Barrier needs count,
+ *   dtype and both buffers 0.  In-place operation uses the NCCL layouts:
  *   sendbuf == recvbuf (AllReduce, Reduce, Broadcast, AlltoAll);
  *   sendbuf == recvbuf + rank * count * esize (AllGather, Gather at root);
  *   recvbuf == sendbuf + rank * count * esize (ReduceScatter, Scatter at
