@@ -42,60 +42,36 @@ bool coll_dtype_is_float(u32 dtype)
 #define coll_elem_t s8
 #define coll_wrap_t u8
 #include "coll_reduce_int.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_wrap_t
-#undef coll_div_t
 
 #define COLL_FN(op) coll_##op##_u8
 #define coll_div_t u64
 #define coll_elem_t u8
 #define coll_wrap_t u8
 #include "coll_reduce_int.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_wrap_t
-#undef coll_div_t
 
 #define COLL_FN(op) coll_##op##_s32
 #define coll_div_t s64
 #define coll_elem_t s32
 #define coll_wrap_t u32
 #include "coll_reduce_int.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_wrap_t
-#undef coll_div_t
 
 #define COLL_FN(op) coll_##op##_u32
 #define coll_div_t u64
 #define coll_elem_t u32
 #define coll_wrap_t u32
 #include "coll_reduce_int.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_wrap_t
-#undef coll_div_t
 
 #define COLL_FN(op) coll_##op##_s64
 #define coll_div_t s64
 #define coll_elem_t s64
 #define coll_wrap_t u64
 #include "coll_reduce_int.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_wrap_t
-#undef coll_div_t
 
 #define COLL_FN(op) coll_##op##_u64
 #define coll_div_t u64
 #define coll_elem_t u64
 #define coll_wrap_t u64
 #include "coll_reduce_int.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_wrap_t
-#undef coll_div_t
 
 #define COLL_INT_ROW(name)						\
 	{ coll_sum_##name, coll_prod_##name, coll_min_##name,		\

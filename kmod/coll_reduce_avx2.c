@@ -21,13 +21,6 @@
 #define coll_vec_t float __attribute__((vector_size(32)))
 #define COLL_VEC_LANES 8
 #include "coll_reduce_fpt.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_calc_t
-#undef COLL_LD
-#undef COLL_ST
-#undef coll_vec_t
-#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_avx2_f64_##op
 #define coll_elem_t double
@@ -37,13 +30,6 @@
 #define coll_vec_t double __attribute__((vector_size(32)))
 #define COLL_VEC_LANES 4
 #include "coll_reduce_fpt.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_calc_t
-#undef COLL_LD
-#undef COLL_ST
-#undef coll_vec_t
-#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_avx2_s8_##op
 #define coll_elem_t s8
@@ -52,12 +38,6 @@
 #define coll_uvec_t u8 __attribute__((vector_size(32)))
 #define COLL_VEC_LANES 32
 #include "coll_reduce_intv.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_wrap_t
-#undef coll_svec_t
-#undef coll_uvec_t
-#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_avx2_u8_##op
 #define coll_elem_t u8
@@ -66,12 +46,6 @@
 #define coll_uvec_t u8 __attribute__((vector_size(32)))
 #define COLL_VEC_LANES 32
 #include "coll_reduce_intv.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_wrap_t
-#undef coll_svec_t
-#undef coll_uvec_t
-#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_avx2_s32_##op
 #define coll_elem_t s32
@@ -80,12 +54,6 @@
 #define coll_uvec_t u32 __attribute__((vector_size(32)))
 #define COLL_VEC_LANES 8
 #include "coll_reduce_intv.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_wrap_t
-#undef coll_svec_t
-#undef coll_uvec_t
-#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_avx2_u32_##op
 #define coll_elem_t u32
@@ -94,12 +62,6 @@
 #define coll_uvec_t u32 __attribute__((vector_size(32)))
 #define COLL_VEC_LANES 8
 #include "coll_reduce_intv.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_wrap_t
-#undef coll_svec_t
-#undef coll_uvec_t
-#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_avx2_s64_##op
 #define coll_elem_t s64
@@ -108,12 +70,6 @@
 #define coll_uvec_t u64 __attribute__((vector_size(32)))
 #define COLL_VEC_LANES 4
 #include "coll_reduce_intv.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_wrap_t
-#undef coll_svec_t
-#undef coll_uvec_t
-#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_avx2_u64_##op
 #define coll_elem_t u64
@@ -122,12 +78,6 @@
 #define coll_uvec_t u64 __attribute__((vector_size(32)))
 #define COLL_VEC_LANES 4
 #include "coll_reduce_intv.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_wrap_t
-#undef coll_svec_t
-#undef coll_uvec_t
-#undef COLL_VEC_LANES
 
 #define COLL_INT_ROW(name)						\
 	{ coll_avx2_##name##_sum, coll_avx2_##name##_prod,		\

@@ -100,13 +100,6 @@ static inline u16 coll_f32_to_fp16(float f)
 #define COLL_LD(v) (v)
 #define COLL_ST(v) (v)
 #include "coll_reduce_fpt.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_calc_t
-#undef COLL_LD
-#undef COLL_ST
-#undef coll_vec_t
-#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_f64_##op
 #define coll_elem_t double
@@ -116,13 +109,6 @@ static inline u16 coll_f32_to_fp16(float f)
 #define COLL_LD(v) (v)
 #define COLL_ST(v) (v)
 #include "coll_reduce_fpt.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_calc_t
-#undef COLL_LD
-#undef COLL_ST
-#undef coll_vec_t
-#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_f16_##op
 #define coll_elem_t u16
@@ -130,13 +116,6 @@ static inline u16 coll_f32_to_fp16(float f)
 #define COLL_LD(v) coll_fp16_to_f32(v)
 #define COLL_ST(v) coll_f32_to_fp16(v)
 #include "coll_reduce_fpt.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_calc_t
-#undef COLL_LD
-#undef COLL_ST
-#undef coll_vec_t
-#undef COLL_VEC_LANES
 
 #define COLL_FN(op) coll_bf16_##op
 #define coll_elem_t u16
@@ -144,13 +123,6 @@ static inline u16 coll_f32_to_fp16(float f)
 #define COLL_LD(v) coll_bf16_to_f32(v)
 #define COLL_ST(v) coll_f32_to_bf16(v)
 #include "coll_reduce_fpt.h"
-#undef COLL_FN
-#undef coll_elem_t
-#undef coll_calc_t
-#undef COLL_LD
-#undef COLL_ST
-#undef coll_vec_t
-#undef COLL_VEC_LANES
 
 #define COLL_FN_ROW(pfx)						\
 	{ coll_##pfx##_sum, coll_##pfx##_prod, coll_##pfx##_min,	\

@@ -89,3 +89,12 @@ static void COLL_FN(div)(void *dst, size_t n, u32 div)
 #undef COLL_VEC_LOOP
 #undef COLL_ADD
 #undef COLL_MUL
+
+/* The parameters are the includer's, for this instance only. */
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_calc_t
+#undef COLL_LD
+#undef COLL_ST
+#undef coll_vec_t
+#undef COLL_VEC_LANES

@@ -53,3 +53,9 @@ static void COLL_FN(div)(void *dst, size_t n, u32 div)
 	for (i = 0; i < n; i++)
 		d[i] = (coll_div_t)d[i] / (coll_div_t)div;
 }
+
+/* The parameters are the includer's, for this instance only. */
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_wrap_t
+#undef coll_div_t

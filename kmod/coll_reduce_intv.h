@@ -80,3 +80,11 @@ static void COLL_FN(max)(void *dst, const void *a, const void *b, size_t n)
 	for (; i < n; i++)
 		d[i] = max(x[i], y[i]);
 }
+
+/* The parameters are the includer's, for this instance only. */
+#undef COLL_FN
+#undef coll_elem_t
+#undef coll_wrap_t
+#undef coll_svec_t
+#undef coll_uvec_t
+#undef COLL_VEC_LANES
