@@ -181,7 +181,9 @@ ABI_TEST(abi, info_basic)
 
 ABI_TEST(abi, info_size_short)
 {
-	struct coll_info info = { .size = sizeof(info) - 1 };
+	struct coll_info info = {
+		.size = offsetofend(struct coll_info, out_bytes_total) - 1,
+	};
 
 	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_INFO, &info));
 	info.size = offsetof(struct coll_info, out_bytes_total);
@@ -239,10 +241,12 @@ ABI_TEST(abi, ioctl_unknown)
 
 	*(__u32 *)junk = sizeof(junk);
 	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, COLL_CMD_TEST + 1), junk));
-	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, COLL_CMD_BASE - 1), junk));
-	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, 0), junk));
+	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, 0x80), junk));
 	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, 0xff), junk));
 	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE + 1, COLL_CMD_INFO), junk));
+	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(';', COLL_CMD_INFO), junk));
+	/* iommufd's IOMMU_DESTROY, which COLL_INFO used to be */
+	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(';', 0x80), junk));
 }
 
 /* Commands are _IO() numbers: the same number with a size/direction is not one. */

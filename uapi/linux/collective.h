@@ -12,8 +12,13 @@
 #include <linux/const.h>
 
 #define COLL_DEVICE_NAME "collective"
-#define COLL_TYPE ';'
-#define COLL_ABI_VERSION 1
+/*
+ * The ioctl type code: 0xC5 is unused in the kernel's table
+ * (Documentation/userspace-api/ioctl/ioctl-number.rst, 6.1 through 6.12).
+ * ';' belongs to vfio (0x64-0x7F) and iommufd (0x80-0x8F).
+ */
+#define COLL_TYPE 0xC5
+#define COLL_ABI_VERSION 2
 
 /**
  * DOC: General ioctl format
@@ -25,7 +30,11 @@
  * zero tail.  Pointers and lengths are ``__aligned_u64``; fields the kernel
  * writes are named ``out_*``.  Reserved fields must be zero.  A failed ioctl
  * changes nothing that the caller can observe: no communicator is joined, no
- * request is created and no user memory is written.
+ * request is created, no collective is submitted and no user memory is
+ * written.  Outputs are written before anything is published, so an
+ * argument that cannot be written back (EFAULT) fails the call with nothing
+ * done; should a later step still fail (a peer died meanwhile), the output
+ * field is restored to the value the caller passed.
  *
  * Errors, as returned in errno:
  *
@@ -44,7 +53,13 @@
  * - EOVERFLOW: count * element size * nranks, or an address range, does not
  *   fit in 64 bits (or exceeds %COLL_MAX_BYTES).
  * - ENOMEM: out of memory, or pinning the buffers would exceed
- *   RLIMIT_MEMLOCK (for callers without CAP_IPC_LOCK).
+ *   RLIMIT_MEMLOCK (for callers without CAP_IPC_LOCK).  Pinned memory is
+ *   charged before anything is allocated for it.
+ * - ENOSPC: the descriptor already holds the module's limit of
+ *   non-blocking requests not yet collected (module parameter
+ *   max_requests, %out_max_requests of COLL_INFO): collect some first.
+ * - EMFILE: the calling process is already a member of the module's limit
+ *   of communicators (module parameter max_comms, %out_max_comms).
  * - EBUSY: the rank is already taken in that communicator (joining a full
  *   communicator).
  * - EPROTO: the ranks of a communicator disagree: a different nranks for the
@@ -55,9 +70,16 @@
  *   wrong id), or a wait timed out (the request stays pending).
  * - EAGAIN: COLL_TEST on a request that is not complete yet.
  * - ECONNRESET: a peer rank left the communicator (closed its descriptor,
- *   destroyed the communicator or was killed).  Every pending and later
- *   collective on that communicator fails with it.
+ *   destroyed the communicator or was killed), or a thread of any member
+ *   got a fatal signal in the middle of a collective.  The communicator is
+ *   then dead for every member and every holder of a member's descriptor
+ *   (after fork or SCM_RIGHTS): every pending and later collective on it
+ *   fails with ECONNRESET.
  * - EINTR: the caller got a fatal signal while waiting.
+ *
+ * Communicators are found by id within the network namespace of the
+ * process that joins: the same id in two namespaces names two different
+ * communicators.
  */
 
 /* Limits */
@@ -66,7 +88,7 @@
 #define COLL_ID_BYTES		16
 
 enum {
-	COLL_CMD_BASE = 0x80,
+	COLL_CMD_BASE = 0x00,
 	COLL_CMD_INFO = COLL_CMD_BASE,
 	COLL_CMD_COMM_INIT,
 	COLL_CMD_COMM_DESTROY,
@@ -86,8 +108,18 @@ enum {
  * @out_ops: collectives in flight, all processes
  * @out_ops_total: collectives completed since load
  * @out_bytes_total: user bytes moved by completed collectives since load
+ * @out_reqs: non-blocking requests not yet collected, all processes
+ * @out_kernel_bytes: kernel memory the module holds for communicators,
+ *                    collectives, requests, plans and page tables (not
+ *                    counting the pinned pages themselves)
+ * @out_plans: cached plans, all communicators
+ * @out_max_requests: requests not collected one descriptor may hold
+ * @out_max_comms: communicators one process may be a member of
+ * @__reserved: 0
  *
  * Needs no communicator; any process that can open the device may ask.
+ * Fields after @out_bytes_total came with ABI version 2; a caller passing
+ * the first version's size gets the first version's fields.
  */
 struct coll_info {
 	__u32 size;
@@ -99,6 +131,11 @@ struct coll_info {
 	__aligned_u64 out_ops;
 	__aligned_u64 out_ops_total;
 	__aligned_u64 out_bytes_total;
+	__aligned_u64 out_reqs;
+	__aligned_u64 out_kernel_bytes;
+	__aligned_u64 out_plans;
+	__u32 out_max_requests;
+	__u32 out_max_comms;
 };
 
 #define COLL_INFO _IO(COLL_TYPE, COLL_CMD_INFO)
@@ -110,7 +147,8 @@ struct coll_info {
  * @nranks: number of ranks, 1..%COLL_MAX_RANKS
  * @rank: this caller's rank, 0..@nranks-1
  * @id: 128-bit communicator id; it acts as a secret.  Processes of one host
- *      that join with the same id form one communicator.
+ *      and one network namespace that join with the same id form one
+ *      communicator.
  * @timeout_ms: how long to wait for every rank to join; 0 means the module's
  *              default (module parameter join_timeout_ms).  On ETIMEDOUT
  *              the caller is not a member of anything.
@@ -124,6 +162,7 @@ struct coll_info {
  * Blocks until all @nranks ranks have joined (or a fatal signal, or the
  * timeout).  The membership lives no longer than the descriptor that
  * created it; one descriptor may be a member of several communicators.
+ * Handles are not reused soon after they are released.
  */
 struct coll_comm_init {
 	__u32 size;
@@ -256,7 +295,8 @@ enum coll_algo {
  *   root).  Any other overlap is EINVAL.  Every rank must pass the same
  *   prim, dtype, redop, root, algo and count (EPROTO otherwise), and an
  *   AlltoAll is in place on every rank or on none (EPROTO otherwise).
- * @out_req: request handle, with %COLL_OP_F_NONBLOCK
+ * @out_req: request handle, with %COLL_OP_F_NONBLOCK (a blocking call
+ *           writes nothing back)
  * @__reserved: must be 0
  *
  * Without %COLL_OP_F_NONBLOCK the call returns when the collective is
@@ -296,6 +336,12 @@ struct coll_op {
  * The ioctl returns the request's own result (0, or an errno from the list
  * above) and releases the handle, except for ETIMEDOUT (COLL_WAIT) and
  * EAGAIN (COLL_TEST), which leave it pending.
+ *
+ * Several threads may wait on one handle at once: all of them return when
+ * the request completes, exactly one of them returns its result and
+ * releases the handle, the others return ENOENT, as a wait that came after
+ * would.  Request handles are not reused soon after they are released, so
+ * a late waiter cannot collect a newer request by mistake.
  */
 struct coll_wait {
 	__u32 size;
