@@ -50,18 +50,34 @@ module_param_named(spin_ns, coll_spin_ns, uint, 0644);
 MODULE_PARM_DESC(spin_ns,
 		 "How long a thread polls for the next round before it sleeps (ns)");
 
+unsigned int coll_max_requests = 4096;
+module_param_named(max_requests, coll_max_requests, uint, 0644);
+MODULE_PARM_DESC(max_requests,
+		 "Non-blocking requests not yet collected that one descriptor may hold (ENOSPC beyond)");
+
+unsigned int coll_max_comms = 1024;
+module_param_named(max_comms, coll_max_comms, uint, 0644);
+MODULE_PARM_DESC(max_comms,
+		 "Communicators one process may be a member of (EMFILE beyond)");
+
+unsigned int coll_plan_cache_size = 16;
+module_param_named(plan_cache, coll_plan_cache_size, uint, 0644);
+MODULE_PARM_DESC(plan_cache,
+		 "Plans cached per communicator (least recently used dropped first; 0: no cache)");
+
 static int coll_open(struct inode *inode, struct file *file)
 {
 	struct coll_file *cf;
 
-	cf = kzalloc(sizeof(*cf), GFP_KERNEL);
+	cf = coll_kvzalloc(sizeof(*cf));
 	if (!cf)
 		return -ENOMEM;
 	kref_init(&cf->kref);
 	mutex_init(&cf->lock);
-	xa_init_flags(&cf->members, XA_FLAGS_ALLOC);
-	xa_init_flags(&cf->reqs, XA_FLAGS_ALLOC);
-	init_waitqueue_head(&cf->pollwq);
+	xa_init_flags(&cf->members, XA_FLAGS_ALLOC | XA_FLAGS_ACCOUNT);
+	xa_init_flags(&cf->reqs, XA_FLAGS_ALLOC | XA_FLAGS_ACCOUNT);
+	atomic_set(&cf->ndone, 0);
+	init_waitqueue_head(&cf->wq);
 	file->private_data = cf;
 	return 0;
 }
@@ -73,7 +89,7 @@ void coll_file_release(struct kref *kref)
 	xa_destroy(&cf->members);
 	xa_destroy(&cf->reqs);
 	mutex_destroy(&cf->lock);
-	kfree(cf);
+	coll_kvfree(cf, sizeof(*cf));
 }
 
 /*
@@ -85,14 +101,9 @@ void coll_file_release(struct kref *kref)
 static int coll_release(struct inode *inode, struct file *file)
 {
 	struct coll_file *cf = file->private_data;
-	struct coll_req *req;
-	unsigned long index;
 
 	coll_comm_leave_all(cf);
-	xa_for_each(&cf->reqs, index, req) {
-		xa_erase(&cf->reqs, index);
-		coll_req_free(req);
-	}
+	coll_req_release_all(cf);
 	kref_put(&cf->kref, coll_file_release);
 	return 0;
 }
@@ -101,13 +112,13 @@ static __poll_t coll_poll(struct file *file, poll_table *wait)
 {
 	struct coll_file *cf = file->private_data;
 
-	poll_wait(file, &cf->pollwq, wait);
+	poll_wait(file, &cf->wq, wait);
 	return coll_file_has_done(cf) ? EPOLLIN | EPOLLRDNORM : 0;
 }
 
-static int coll_ioctl_info(struct coll_file *cf, void *karg)
+static int coll_ioctl_info(struct coll_file *cf, struct coll_ucmd *ucmd)
 {
-	struct coll_info *arg = karg;
+	struct coll_info *arg = ucmd->cmd;
 
 	if (arg->flags)
 		return -EOPNOTSUPP;
@@ -118,17 +129,22 @@ static int coll_ioctl_info(struct coll_file *cf, void *karg)
 	arg->out_ops = atomic64_read(&coll_stats.ops);
 	arg->out_ops_total = atomic64_read(&coll_stats.ops_total);
 	arg->out_bytes_total = atomic64_read(&coll_stats.bytes_total);
+	arg->out_reqs = atomic64_read(&coll_stats.reqs);
+	arg->out_kernel_bytes = atomic64_read(&coll_stats.kbytes);
+	arg->out_plans = atomic64_read(&coll_stats.plans);
+	arg->out_max_requests = READ_ONCE(coll_max_requests);
+	arg->out_max_comms = READ_ONCE(coll_max_comms);
+	/* Nothing else happens: write it all back, as much as the caller has. */
+	if (copy_to_user(ucmd->ubuf, arg,
+			 min_t(u32, ucmd->usize, sizeof(*arg))))
+		return -EFAULT;
 	return 0;
 }
 
-static int coll_ioctl_comm_init(struct coll_file *cf, void *karg)
+static int coll_ioctl_comm_destroy(struct coll_file *cf,
+				   struct coll_ucmd *ucmd)
 {
-	return coll_comm_join(cf, karg);
-}
-
-static int coll_ioctl_comm_destroy(struct coll_file *cf, void *karg)
-{
-	struct coll_comm_destroy *arg = karg;
+	struct coll_comm_destroy *arg = ucmd->cmd;
 
 	if (arg->flags)
 		return -EOPNOTSUPP;
@@ -137,19 +153,14 @@ static int coll_ioctl_comm_destroy(struct coll_file *cf, void *karg)
 	return coll_comm_leave(cf, arg->comm);
 }
 
-static int coll_ioctl_submit(struct coll_file *cf, void *karg)
+static int coll_ioctl_wait(struct coll_file *cf, struct coll_ucmd *ucmd)
 {
-	return coll_op_submit(cf, karg);
+	return coll_req_wait(cf, ucmd->cmd, false);
 }
 
-static int coll_ioctl_wait(struct coll_file *cf, void *karg)
+static int coll_ioctl_test(struct coll_file *cf, struct coll_ucmd *ucmd)
 {
-	return coll_op_wait(cf, karg, false);
-}
-
-static int coll_ioctl_test(struct coll_file *cf, void *karg)
-{
-	return coll_op_wait(cf, karg, true);
+	return coll_req_wait(cf, ucmd->cmd, true);
 }
 
 union coll_ucmd_buffer {
@@ -160,36 +171,37 @@ union coll_ucmd_buffer {
 	struct coll_wait wait;
 };
 
+/*
+ * The handlers write their own outputs (struct coll_ucmd), each before it
+ * publishes anything, so that a failed ioctl changes nothing.
+ */
 struct coll_ioctl_op {
 	unsigned int size;
 	unsigned int min_size;
-	bool copy_out;
-	int (*execute)(struct coll_file *cf, void *karg);
+	int (*execute)(struct coll_file *cf, struct coll_ucmd *ucmd);
 };
 
-#define COLL_IOCTL_OP(_ioctl, _fn, _struct, _last, _out)		\
+#define COLL_IOCTL_OP(_ioctl, _fn, _struct, _last)			\
 	[_IOC_NR(_ioctl) - COLL_CMD_BASE] = {				\
 		.size = sizeof(_struct) +				\
 			BUILD_BUG_ON_ZERO(sizeof(union coll_ucmd_buffer) < \
 					  sizeof(_struct)),		\
 		.min_size = offsetofend(_struct, _last),		\
-		.copy_out = _out,					\
 		.execute = _fn,						\
 	}
 
 static const struct coll_ioctl_op coll_ioctl_ops[] = {
 	COLL_IOCTL_OP(COLL_INFO, coll_ioctl_info, struct coll_info,
-		      out_bytes_total, true),
-	COLL_IOCTL_OP(COLL_COMM_INIT, coll_ioctl_comm_init,
-		      struct coll_comm_init, __reserved, true),
+		      out_bytes_total),
+	COLL_IOCTL_OP(COLL_COMM_INIT, coll_comm_join, struct coll_comm_init,
+		      __reserved),
 	COLL_IOCTL_OP(COLL_COMM_DESTROY, coll_ioctl_comm_destroy,
-		      struct coll_comm_destroy, __reserved, false),
-	COLL_IOCTL_OP(COLL_SUBMIT, coll_ioctl_submit, struct coll_op,
-		      __reserved, true),
+		      struct coll_comm_destroy, __reserved),
+	COLL_IOCTL_OP(COLL_SUBMIT, coll_op_submit, struct coll_op, __reserved),
 	COLL_IOCTL_OP(COLL_WAIT, coll_ioctl_wait, struct coll_wait,
-		      timeout_ms, false),
+		      timeout_ms),
 	COLL_IOCTL_OP(COLL_TEST, coll_ioctl_test, struct coll_wait,
-		      timeout_ms, false),
+		      timeout_ms),
 };
 
 static long coll_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -197,30 +209,26 @@ static long coll_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	struct coll_file *cf = file->private_data;
 	const struct coll_ioctl_op *op;
 	union coll_ucmd_buffer buf;
-	void __user *uarg = (void __user *)arg;
+	struct coll_ucmd ucmd = { .ubuf = (void __user *)arg, .cmd = &buf };
 	unsigned int nr = _IOC_NR(cmd);
-	u32 usize;
 	int ret;
 
-	if (nr < COLL_CMD_BASE || nr - COLL_CMD_BASE >= ARRAY_SIZE(coll_ioctl_ops))
+	if (_IOC_TYPE(cmd) != COLL_TYPE ||
+	    nr - COLL_CMD_BASE >= ARRAY_SIZE(coll_ioctl_ops))
 		return -ENOTTY;
 	op = &coll_ioctl_ops[nr - COLL_CMD_BASE];
 	if (cmd != _IO(COLL_TYPE, nr))
 		return -ENOTTY;
 
-	if (get_user(usize, (u32 __user *)uarg))
+	if (get_user(ucmd.usize, (u32 __user *)ucmd.ubuf))
 		return -EFAULT;
-	if (usize < op->min_size)
+	if (ucmd.usize < op->min_size)
 		return -EINVAL;
-	ret = copy_struct_from_user(&buf, op->size, uarg, usize);
+	/* The kernel's own struct size, whatever the caller's was. */
+	ret = copy_struct_from_user(&buf, op->size, ucmd.ubuf, ucmd.usize);
 	if (ret)
 		return ret;
-	/* The kernel's own struct size, whatever the caller's was. */
-	ret = op->execute(cf, &buf);
-	if (op->copy_out && !ret &&
-	    copy_to_user(uarg, &buf, min_t(u32, usize, op->size)))
-		return -EFAULT;
-	return ret;
+	return op->execute(cf, &ucmd);
 }
 
 static const struct file_operations coll_fops = {
@@ -245,6 +253,7 @@ static int __init coll_init(void)
 	int ret;
 
 	coll_reduce_select();
+	coll_comm_init_registry();
 	coll_wq = alloc_workqueue("collective", WQ_UNBOUND, 0);
 	if (!coll_wq)
 		return -ENOMEM;

@@ -4,6 +4,14 @@
  * and charged to the owner's RLIMIT_MEMLOCK through mm->pinned_vm, the way
  * drivers/infiniband/core/umem.c does.  The kernel then reads and reduces
  * into them from any context, whichever rank's thread executes the step.
+ *
+ * As ib_umem_get(), the charge comes first and nothing is allocated in
+ * proportion to the buffer before pages are actually pinned: page pointers
+ * are kept one page of them at a time ("leaves"), each allocated just
+ * before it is filled by pin_user_pages_fast(), and the table of leaves
+ * (at most COLL_MAX_BYTES / PAGE_SIZE / COLL_OBUF_LEAF entries, 4 MiB) only
+ * once the first leaf is pinned.  So a huge range at an unmapped address
+ * fails at its first page, quickly, having allocated one page.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -14,9 +22,6 @@
 #include <linux/slab.h>
 
 #include "coll_loc.h"
-
-/* Pin in batches so one call never holds mmap_lock for too long. */
-#define COLL_PIN_BATCH 512
 
 static int coll_obuf_charge(struct mm_struct *mm, unsigned long npages)
 {
@@ -30,6 +35,58 @@ static int coll_obuf_charge(struct mm_struct *mm, unsigned long npages)
 	return 0;
 }
 
+static unsigned long coll_obuf_leaf_pages(const struct coll_obuf *ob,
+					  unsigned long leaf)
+{
+	return min_t(unsigned long, COLL_OBUF_LEAF,
+		     ob->npages - leaf * COLL_OBUF_LEAF);
+}
+
+/* Unpin the first @npinned pages and free the leaves. */
+static void coll_obuf_unpin(struct coll_obuf *ob, unsigned long npinned,
+			    struct page **leaf0)
+{
+	unsigned long l, n;
+
+	for (l = 0; npinned; l++) {
+		struct page **leaf = ob->leaves ? ob->leaves[l] : leaf0;
+
+		n = min_t(unsigned long, npinned, coll_obuf_leaf_pages(ob, l));
+		unpin_user_pages_dirty_lock(leaf, n, ob->writable);
+		npinned -= n;
+	}
+	if (ob->leaves) {
+		for (l = 0; l < ob->nleaves && ob->leaves[l]; l++)
+			coll_kvfree(ob->leaves[l], PAGE_SIZE);
+		coll_kvfree(ob->leaves, ob->nleaves * sizeof(*ob->leaves));
+		ob->leaves = NULL;
+	} else {
+		coll_kvfree(leaf0, PAGE_SIZE);
+	}
+}
+
+/* Pin the pages of leaf @l (already allocated) from @uaddr's page on. */
+static int coll_obuf_pin_leaf(struct coll_obuf *ob, u64 uaddr,
+			      unsigned long l, struct page **leaf)
+{
+	unsigned int gup = FOLL_LONGTERM | (ob->writable ? FOLL_WRITE : 0);
+	unsigned long want = coll_obuf_leaf_pages(ob, l), done = 0;
+	u64 start = (uaddr & PAGE_MASK) + ((u64)l * COLL_OBUF_LEAF << PAGE_SHIFT);
+	int ret;
+
+	while (done < want) {
+		ret = pin_user_pages_fast(start + (done << PAGE_SHIFT),
+					  want - done, gup, leaf + done);
+		if (ret <= 0) {
+			if (done)
+				unpin_user_pages(leaf, done);
+			return ret ? ret : -EFAULT;
+		}
+		done += ret;
+	}
+	return 0;
+}
+
 /**
  * coll_obuf_pin() - pin a user range of the current process
  * @uaddr: user address
@@ -38,13 +95,14 @@ static int coll_obuf_charge(struct mm_struct *mm, unsigned long npages)
  * @out: the new obuf
  *
  * Return: 0, -EOVERFLOW for a range that wraps, -ENOMEM (also over
- * RLIMIT_MEMLOCK), -EFAULT for memory that cannot be pinned.
+ * RLIMIT_MEMLOCK, checked before anything is allocated), -EFAULT for
+ * memory that cannot be pinned, -EINTR on a fatal signal.
  */
 int coll_obuf_pin(u64 uaddr, u64 len, bool writable, struct coll_obuf **out)
 {
-	unsigned int gup = FOLL_LONGTERM | (writable ? FOLL_WRITE : 0);
+	struct page **leaf0 = NULL;
 	struct coll_obuf *ob;
-	unsigned long done = 0;
+	unsigned long l, pinned = 0;
 	u64 end;
 	int ret;
 
@@ -53,55 +111,74 @@ int coll_obuf_pin(u64 uaddr, u64 len, bool writable, struct coll_obuf **out)
 	if (end > TASK_SIZE_MAX)
 		return -EFAULT;
 
-	ob = kzalloc(sizeof(*ob), GFP_KERNEL);
+	ob = coll_kvzalloc(sizeof(*ob));
 	if (!ob)
 		return -ENOMEM;
 	ob->len = len;
 	ob->writable = writable;
 	ob->first_off = offset_in_page(uaddr);
 	ob->npages = (PAGE_ALIGN(end) - (uaddr & PAGE_MASK)) >> PAGE_SHIFT;
-	ob->pages = kvmalloc_array(ob->npages, sizeof(*ob->pages), GFP_KERNEL);
-	if (!ob->pages) {
-		ret = -ENOMEM;
-		goto err_free_ob;
-	}
-
+	ob->nleaves = DIV_ROUND_UP(ob->npages, COLL_OBUF_LEAF);
 	ob->mm = current->mm;
 	mmgrab(ob->mm);
 	ret = coll_obuf_charge(ob->mm, ob->npages);
 	if (ret)
 		goto err_drop_mm;
 
-	while (done < ob->npages) {
-		int n = min_t(unsigned long, ob->npages - done, COLL_PIN_BATCH);
+	for (l = 0; l < ob->nleaves; l++) {
+		struct page **leaf = coll_kvzalloc(PAGE_SIZE);
 
-		ret = pin_user_pages_fast((uaddr & PAGE_MASK) +
-					  (done << PAGE_SHIFT), n, gup,
-					  ob->pages + done);
-		if (ret <= 0) {
-			ret = ret ? ret : -EFAULT;
+		if (!leaf) {
+			ret = -ENOMEM;
 			goto err_unpin;
 		}
-		done += ret;
+		if (!l) {
+			leaf0 = leaf;
+		} else {
+			if (l == 1) {
+				/* Worth a table now that a page is pinned. */
+				ob->leaves = coll_kvzalloc(ob->nleaves *
+							   sizeof(*ob->leaves));
+				if (!ob->leaves) {
+					coll_kvfree(leaf, PAGE_SIZE);
+					ret = -ENOMEM;
+					goto err_unpin;
+				}
+				ob->leaves[0] = leaf0;
+			}
+			ob->leaves[l] = leaf;
+		}
+		ret = coll_obuf_pin_leaf(ob, uaddr, l, leaf);
+		if (ret)
+			goto err_unpin;
+		pinned += coll_obuf_leaf_pages(ob, l);
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
 			goto err_unpin;
 		}
+		cond_resched();
+	}
+	if (!ob->leaves) {
+		/* One leaf: the table is that leaf's slot in the obuf. */
+		ob->leaves = coll_kvzalloc(sizeof(*ob->leaves));
+		if (!ob->leaves) {
+			ret = -ENOMEM;
+			goto err_unpin;
+		}
+		ob->leaves[0] = leaf0;
 	}
 	atomic64_add(ob->npages, &coll_stats.pinned_pages);
 	*out = ob;
 	return 0;
 
 err_unpin:
-	unpin_user_pages(ob->pages, done);
+	coll_obuf_unpin(ob, pinned, leaf0);
 	atomic64_sub(ob->npages, &ob->mm->pinned_vm);
 	if (ret != -ENOMEM && ret != -EINTR)
 		ret = -EFAULT;
 err_drop_mm:
 	mmdrop(ob->mm);
-	kvfree(ob->pages);
-err_free_ob:
-	kfree(ob);
+	coll_kvfree(ob, sizeof(*ob));
 	return ret;
 }
 
@@ -115,10 +192,9 @@ void coll_obuf_release(struct coll_obuf *ob)
 {
 	if (!ob)
 		return;
-	unpin_user_pages_dirty_lock(ob->pages, ob->npages, ob->writable);
+	coll_obuf_unpin(ob, ob->npages, NULL);
 	atomic64_sub(ob->npages, &ob->mm->pinned_vm);
 	atomic64_sub(ob->npages, &coll_stats.pinned_pages);
 	mmdrop(ob->mm);
-	kvfree(ob->pages);
-	kfree(ob);
+	coll_kvfree(ob, sizeof(*ob));
 }

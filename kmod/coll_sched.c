@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Schedules for the collective primitives: see coll_sched.h for the model.
+ * Plans for the collective primitives: see coll_sched.h for the model.
  *
  * Notation: S_r and R_r are rank r's SEND and RECV buffers, n the number of
  * ranks, B the count, "block j" the elements [j*B, (j+1)*B) of a buffer that
- * holds n blocks.  Rank arithmetic is modulo n.
+ * holds n blocks.  Rank arithmetic is modulo n.  Each generator below
+ * describes its families in those terms; pat() builds a place pattern.
  *
- * The builder runs the generator of the schedule three times: once to size
- * it, once to count the steps of every round and once to fill the arrays,
- * placing every step in its round (a counting sort), so the steps come out
- * grouped by round whatever order the generator emits them in.
+ * The builder runs a generator three times: once to size the plan, once to
+ * count the families of every round and once to fill them in, placing each
+ * in its round (a counting sort), so families come out grouped by round
+ * whatever order the generator emits them in.
  */
 #ifdef __KERNEL__
 #include <linux/errno.h>
@@ -22,70 +23,91 @@
 #define COLL_SCHED_U32_MAX	0xffffffffU
 
 enum {
-	COLL_GEN_SIZE = 0,	/* count steps, sources and rounds */
-	COLL_GEN_COUNT,		/* count the steps of every round */
-	COLL_GEN_FILL,		/* write the steps */
+	COLL_GEN_SIZE = 0,	/* count families and rounds */
+	COLL_GEN_COUNT,		/* count the families of every round */
+	COLL_GEN_FILL,		/* write them */
 };
 
 struct coll_gen {
 	struct coll_sched *s;
 	int pass;
+	u32 n;
 	u64 nsteps;
-	u64 nsrcs;
 	u32 nrounds;
-	struct coll_step *cur;	/* COLL_GEN_FILL: step being written */
-	u32 nsrc_left;		/* sources it still expects */
 };
 
-static void gen_step(struct coll_gen *g, u8 kind, u8 flags, u32 round,
-		     u64 count, u32 rank, u32 buf, u64 off, u32 nsrc)
+/* A pattern on buffer @buf whose rank is r0 + a*ra + b*rb + j*rj. */
+static struct coll_pat pat(u32 buf, u32 r0, u32 ra, u32 rb, u32 rj)
 {
-	struct coll_step *st;
+	struct coll_pat p = {
+		.buf = (u16)buf,
+		.r0 = (u16)r0, .ra = (u16)ra, .rb = (u16)rb, .rj = (u16)rj,
+	};
 
+	return p;
+}
+
+/* ... at element offset @off plus block (k0 + a*ka + b*kb + j*kj) of @blk. */
+static struct coll_pat pat_at(struct coll_pat p, u64 off, u64 blk,
+			      u32 k0, u32 ka, u32 kb, u32 kj)
+{
+	p.off = off;
+	p.blk = blk;
+	p.k0 = (u16)k0;
+	p.ka = (u16)ka;
+	p.kb = (u16)kb;
+	p.kj = (u16)kj;
+	return p;
+}
+
+static struct coll_pat pat_off(struct coll_pat p, u64 off)
+{
+	p.off = off;
+	return p;
+}
+
+static void gen_add(struct coll_gen *g, const struct coll_step *st)
+{
 	switch (g->pass) {
 	case COLL_GEN_SIZE:
 		g->nsteps++;
-		g->nsrcs += nsrc;
-		if (round >= g->nrounds)
-			g->nrounds = round + 1;
+		if (st->round >= g->nrounds)
+			g->nrounds = st->round + 1;
 		return;
 	case COLL_GEN_COUNT:
-		g->s->round_first[round]++;
+		g->s->round_first[st->round]++;
 		return;
 	}
-	st = &g->s->steps[g->s->round_first[round]++];
-	st->kind = kind;
-	st->flags = flags;
-	st->nsrc = nsrc;
-	st->src_first = g->s->nsrcs;
-	st->round = round;
-	st->count = count;
-	st->dst.rank = rank;
-	st->dst.buf = buf;
-	st->dst.off = off;
-	g->cur = st;
-	g->nsrc_left = nsrc;
+	g->s->steps[g->s->round_first[st->round]++] = *st;
 }
 
-static void gen_src(struct coll_gen *g, u32 rank, u32 buf, u64 off)
+/* A family of one kind: fills the common fields. */
+static void gen_fam(struct coll_gen *g, u8 kind, u8 flags, u32 round,
+		    u32 na, u32 nb, u32 nsrc, u64 count, struct coll_pat dst,
+		    struct coll_pat src0, struct coll_pat srcj)
 {
-	struct coll_bref *src;
+	struct coll_step st = {
+		.kind = kind,
+		.flags = flags,
+		.round = round,
+		.na = na,
+		.nb = nb,
+		.nsrc = nsrc,
+		.count = count,
+		.dst = dst,
+		.src0 = src0,
+		.srcj = srcj,
+	};
 
-	if (g->pass != COLL_GEN_FILL || !g->nsrc_left)
-		return;
-	src = &g->s->srcs[g->s->nsrcs++];
-	src->rank = rank;
-	src->buf = buf;
-	src->off = off;
-	g->nsrc_left--;
+	if (na && nb && count)
+		gen_add(g, &st);
 }
 
-static void gen_copy(struct coll_gen *g, u32 round, u64 count,
-		     u32 drank, u32 dbuf, u64 doff,
-		     u32 srank, u32 sbuf, u64 soff)
+static void gen_copy(struct coll_gen *g, u8 flags, u32 round, u32 na, u32 nb,
+		     u64 count, struct coll_pat dst, struct coll_pat src)
 {
-	gen_step(g, COLL_STEP_COPY, 0, round, count, drank, dbuf, doff, 1);
-	gen_src(g, srank, sbuf, soff);
+	gen_fam(g, COLL_STEP_COPY, flags, round, na, nb, 1, count, dst, src,
+		src);
 }
 
 /* Part i of n near-equal contiguous parts of len elements. */
@@ -114,107 +136,80 @@ static u64 coll_nslabs(u64 count, u64 per)
 /* One rank: its only result is a copy of its own input. */
 static void gen_single(struct coll_gen *g, u64 count)
 {
-	gen_copy(g, 0, count, 0, COLL_SBUF_RECV, 0, 0, COLL_SBUF_SEND, 0);
+	gen_copy(g, 0, 0, 1, 1, count, pat(COLL_SBUF_RECV, 0, 0, 0, 0),
+		 pat(COLL_SBUF_SEND, 0, 0, 0, 0));
 }
 
 /*
- * AllReduce, DIRECT.  Round 0: rank r reduces slice r of every S into R_r,
- * own input first.  Round 1: every other rank copies slice r from R_r.
+ * AllReduce, DIRECT.  Round 0: rank a reduces part a of every S into R_a,
+ * own input first (S_a, S_{a+1}, ...).  Round 1: R_{a+b+1} copies part a
+ * from R_a, b < n-1.
  */
 static void gen_allreduce_direct(struct coll_gen *g, u32 n, u64 count)
 {
-	u64 off, cnt;
-	u32 r, k;
-
-	for (r = 0; r < n; r++) {
-		coll_split(count, n, r, &off, &cnt);
-		if (!cnt)
-			continue;
-		gen_step(g, COLL_STEP_REDUCE, COLL_STEP_F_AVG, 0, cnt,
-			 r, COLL_SBUF_RECV, off, n);
-		for (k = 0; k < n; k++)
-			gen_src(g, (r + k) % n, COLL_SBUF_SEND, off);
-		for (k = 1; k < n; k++)
-			gen_copy(g, 1, cnt, (r + k) % n, COLL_SBUF_RECV, off,
-				 r, COLL_SBUF_RECV, off);
-	}
+	gen_fam(g, COLL_STEP_REDUCE, COLL_STEP_F_AVG | COLL_STEP_F_SPLIT, 0,
+		n, 1, n, count, pat(COLL_SBUF_RECV, 0, 1, 0, 0),
+		pat(COLL_SBUF_SEND, 0, 1, 0, 0),
+		pat(COLL_SBUF_SEND, 0, 1, 0, 1));
+	gen_copy(g, COLL_STEP_F_SPLIT, 1, n, n - 1, count,
+		 pat(COLL_SBUF_RECV, 1, 1, 1, 0),
+		 pat(COLL_SBUF_RECV, 0, 1, 0, 0));
 }
 
 /*
- * AllReduce, RING.  The buffer is cut into slabs of n * chunk elements and
- * every slab into n chunks.  Chunk c accumulates in R_c: local round k in
- * 0..n-2 adds S_{c+k+1} (round 0 starts from S_c); then local rounds
- * n-1+k, k in 0..n-2, forward it along the ring: R_{c+k+1} = R_{c+k}.
- * Slab s runs its local round t in round s + t.
+ * AllReduce, RING.  The buffer is cut into slabs and every slab into n
+ * parts.  Part c accumulates in R_c: local round k in 0..n-2 adds
+ * S_{c+k+1} (round 0 starts from S_c); then local rounds n-1+k, k in
+ * 0..n-2, forward it along the ring: R_{c+k+1} = R_{c+k}.  Slab s runs
+ * its local round t in round s + t.
  */
 static void gen_allreduce_ring(struct coll_gen *g, u32 n, u64 count,
 			       u64 slab, u64 nslabs)
 {
-	u64 s, soff, len, coff, cnt, off;
-	u32 c, k, round;
+	u64 s, soff, len;
+	u32 k;
 
 	for (s = 0; s < nslabs; s++) {
 		soff = s * slab;
 		len = coll_min(slab, count - soff);
-		for (c = 0; c < n; c++) {
-			coll_split(len, n, c, &coff, &cnt);
-			if (!cnt)
-				continue;
-			off = soff + coff;
-			for (k = 0; k + 1 < n; k++) {
-				round = (u32)s + k;
-				gen_step(g, COLL_STEP_REDUCE,
-					 k + 2 == n ? COLL_STEP_F_AVG : 0,
-					 round, cnt, c, COLL_SBUF_RECV, off, 2);
-				gen_src(g, c, k ? COLL_SBUF_RECV : COLL_SBUF_SEND,
-					off);
-				gen_src(g, (c + k + 1) % n, COLL_SBUF_SEND, off);
-			}
-			for (k = 0; k + 1 < n; k++) {
-				round = (u32)s + n - 1 + k;
-				gen_copy(g, round, cnt,
-					 (c + k + 1) % n, COLL_SBUF_RECV, off,
-					 (c + k) % n, COLL_SBUF_RECV, off);
-			}
-		}
+		for (k = 0; k + 1 < n; k++)
+			gen_fam(g, COLL_STEP_REDUCE,
+				COLL_STEP_F_SPLIT |
+				(k + 2 == n ? COLL_STEP_F_AVG : 0),
+				(u32)s + k, n, 1, 2, len,
+				pat_off(pat(COLL_SBUF_RECV, 0, 1, 0, 0), soff),
+				pat_off(pat(k ? COLL_SBUF_RECV : COLL_SBUF_SEND,
+					    0, 1, 0, 0), soff),
+				pat_off(pat(COLL_SBUF_SEND, k, 1, 0, 1), soff));
+		for (k = 0; k + 1 < n; k++)
+			gen_copy(g, COLL_STEP_F_SPLIT, (u32)s + n - 1 + k, n, 1,
+				 len,
+				 pat_off(pat(COLL_SBUF_RECV, k + 1, 1, 0, 0),
+					 soff),
+				 pat_off(pat(COLL_SBUF_RECV, k, 1, 0, 0), soff));
 	}
 }
 
 /* AllReduce, NAIVE.  Round 0: R_0 = S_0 op ... op S_{n-1}; round 1: copies. */
 static void gen_allreduce_naive(struct coll_gen *g, u32 n, u64 count)
 {
-	u32 j;
-
-	gen_step(g, COLL_STEP_REDUCE, COLL_STEP_F_AVG, 0, count,
-		 0, COLL_SBUF_RECV, 0, n);
-	for (j = 0; j < n; j++)
-		gen_src(g, j, COLL_SBUF_SEND, 0);
-	for (j = 1; j < n; j++)
-		gen_copy(g, 1, count, j, COLL_SBUF_RECV, 0,
-			 0, COLL_SBUF_RECV, 0);
+	gen_fam(g, COLL_STEP_REDUCE, COLL_STEP_F_AVG, 0, 1, 1, n, count,
+		pat(COLL_SBUF_RECV, 0, 0, 0, 0), pat(COLL_SBUF_SEND, 0, 0, 0, 0),
+		pat(COLL_SBUF_SEND, 0, 0, 0, 1));
+	gen_copy(g, 0, 1, n - 1, 1, count, pat(COLL_SBUF_RECV, 1, 1, 0, 0),
+		 pat(COLL_SBUF_RECV, 0, 0, 0, 0));
 }
 
 /*
- * Reduce, DIRECT.  Round 0: slice i of R_root is reduced from all S, root
- * first (its dst may be S_root in place), the others in an order rotated by
- * i so that the slices do not all read the same rank at the same time.
+ * Reduce, DIRECT.  Round 0: part a of R_root is reduced from all S, root
+ * first (its dst may be S_root in place), then root+1, root+2, ...
  */
 static void gen_reduce_direct(struct coll_gen *g, u32 n, u32 root, u64 count)
 {
-	u64 off, cnt;
-	u32 i, k;
-
-	for (i = 0; i < n; i++) {
-		coll_split(count, n, i, &off, &cnt);
-		if (!cnt)
-			continue;
-		gen_step(g, COLL_STEP_REDUCE, COLL_STEP_F_AVG, 0, cnt,
-			 root, COLL_SBUF_RECV, off, n);
-		gen_src(g, root, COLL_SBUF_SEND, off);
-		for (k = 0; k + 1 < n; k++)
-			gen_src(g, (root + 1 + (i + k) % (n - 1)) % n,
-				COLL_SBUF_SEND, off);
-	}
+	gen_fam(g, COLL_STEP_REDUCE, COLL_STEP_F_AVG | COLL_STEP_F_SPLIT, 0,
+		n, 1, n, count, pat(COLL_SBUF_RECV, root, 0, 0, 0),
+		pat(COLL_SBUF_SEND, root, 0, 0, 0),
+		pat(COLL_SBUF_SEND, root, 0, 0, 1));
 }
 
 /*
@@ -231,47 +226,38 @@ static void gen_reduce_ring(struct coll_gen *g, u32 n, u32 root, u64 count,
 	for (s = 0; s < nslabs; s++) {
 		off = s * chunk;
 		cnt = coll_min(chunk, count - off);
-		for (k = 0; k + 1 < n; k++) {
-			gen_step(g, COLL_STEP_REDUCE,
-				 k + 2 == n ? COLL_STEP_F_AVG : 0,
-				 (u32)s + k, cnt, root, COLL_SBUF_RECV, off, 2);
-			gen_src(g, root, k ? COLL_SBUF_RECV : COLL_SBUF_SEND,
-				off);
-			gen_src(g, (root + k + 1) % n, COLL_SBUF_SEND, off);
-		}
+		for (k = 0; k + 1 < n; k++)
+			gen_fam(g, COLL_STEP_REDUCE,
+				k + 2 == n ? COLL_STEP_F_AVG : 0, (u32)s + k,
+				1, 1, 2, cnt,
+				pat_off(pat(COLL_SBUF_RECV, root, 0, 0, 0), off),
+				pat_off(pat(k ? COLL_SBUF_RECV : COLL_SBUF_SEND,
+					    root, 0, 0, 0), off),
+				pat_off(pat(COLL_SBUF_SEND, root + k, 0, 0, 1),
+					off));
 	}
 }
 
 /* Reduce, NAIVE: one step over the whole buffer, root first. */
 static void gen_reduce_naive(struct coll_gen *g, u32 n, u32 root, u64 count)
 {
-	u32 k;
-
-	gen_step(g, COLL_STEP_REDUCE, COLL_STEP_F_AVG, 0, count,
-		 root, COLL_SBUF_RECV, 0, n);
-	for (k = 0; k < n; k++)
-		gen_src(g, (root + k) % n, COLL_SBUF_SEND, 0);
+	gen_fam(g, COLL_STEP_REDUCE, COLL_STEP_F_AVG, 0, 1, 1, n, count,
+		pat(COLL_SBUF_RECV, root, 0, 0, 0),
+		pat(COLL_SBUF_SEND, root, 0, 0, 0),
+		pat(COLL_SBUF_SEND, root, 0, 0, 1));
 }
 
 /*
- * ReduceScatter, DIRECT and NAIVE.  Round 0: R_r = block r of every S, own
- * first (in place R_r is exactly block r of S_r).  DIRECT takes the others
- * in ring order from r + 1, NAIVE in rank order.
+ * ReduceScatter, DIRECT (and NAIVE, which has no better baseline without a
+ * scratch buffer).  Round 0: R_a = block a of S_a, S_{a+1}, ... (own
+ * first: in place R_a is exactly block a of S_a).
  */
-static void gen_reducescatter_direct(struct coll_gen *g, u32 n, u64 count,
-				     bool naive)
+static void gen_reducescatter_direct(struct coll_gen *g, u32 n, u64 count)
 {
-	u32 r, k, j;
-
-	for (r = 0; r < n; r++) {
-		gen_step(g, COLL_STEP_REDUCE, COLL_STEP_F_AVG, 0, count,
-			 r, COLL_SBUF_RECV, 0, n);
-		gen_src(g, r, COLL_SBUF_SEND, (u64)r * count);
-		for (k = 1; k < n; k++) {
-			j = naive ? k - 1 + (k - 1 >= r ? 1 : 0) : (r + k) % n;
-			gen_src(g, j, COLL_SBUF_SEND, (u64)r * count);
-		}
-	}
+	gen_fam(g, COLL_STEP_REDUCE, COLL_STEP_F_AVG, 0, n, 1, n, count,
+		pat(COLL_SBUF_RECV, 0, 1, 0, 0),
+		pat_at(pat(COLL_SBUF_SEND, 0, 1, 0, 0), 0, count, 0, 1, 0, 0),
+		pat_at(pat(COLL_SBUF_SEND, 0, 1, 0, 1), 0, count, 0, 1, 0, 0));
 }
 
 /*
@@ -282,98 +268,84 @@ static void gen_reducescatter_direct(struct coll_gen *g, u32 n, u64 count,
 static void gen_reducescatter_ring(struct coll_gen *g, u32 n, u64 count,
 				   u64 chunk, u64 nslabs)
 {
-	u64 s, off, cnt, boff;
-	u32 c, k;
+	u64 s, off, cnt;
+	u32 k;
 
-	for (c = 0; c < n; c++) {
-		boff = (u64)c * count;
-		for (s = 0; s < nslabs; s++) {
-			off = s * chunk;
-			cnt = coll_min(chunk, count - off);
-			for (k = 0; k + 1 < n; k++) {
-				gen_step(g, COLL_STEP_REDUCE,
-					 k + 2 == n ? COLL_STEP_F_AVG : 0,
-					 (u32)s + k, cnt,
-					 c, COLL_SBUF_RECV, off, 2);
-				if (k)
-					gen_src(g, c, COLL_SBUF_RECV, off);
-				else
-					gen_src(g, c, COLL_SBUF_SEND,
-						boff + off);
-				gen_src(g, (c + k + 1) % n, COLL_SBUF_SEND,
-					boff + off);
-			}
-		}
+	for (s = 0; s < nslabs; s++) {
+		off = s * chunk;
+		cnt = coll_min(chunk, count - off);
+		for (k = 0; k + 1 < n; k++)
+			gen_fam(g, COLL_STEP_REDUCE,
+				k + 2 == n ? COLL_STEP_F_AVG : 0, (u32)s + k,
+				n, 1, 2, cnt,
+				pat_off(pat(COLL_SBUF_RECV, 0, 1, 0, 0), off),
+				k ? pat_off(pat(COLL_SBUF_RECV, 0, 1, 0, 0), off) :
+				pat_at(pat(COLL_SBUF_SEND, 0, 1, 0, 0), off,
+				       count, 0, 1, 0, 0),
+				pat_at(pat(COLL_SBUF_SEND, k, 1, 0, 1), off,
+				       count, 0, 1, 0, 0));
 	}
 }
 
-/* AllGather, DIRECT.  Round 0: block j of every R_r = S_j. */
+/* AllGather, DIRECT.  Round 0: block b of every R_a = S_b. */
 static void gen_allgather_direct(struct coll_gen *g, u32 n, u64 count)
 {
-	u32 r, j;
-
-	for (r = 0; r < n; r++)
-		for (j = 0; j < n; j++)
-			gen_copy(g, 0, count, r, COLL_SBUF_RECV, (u64)j * count,
-				 j, COLL_SBUF_SEND, 0);
+	gen_copy(g, 0, 0, n, n, count,
+		 pat_at(pat(COLL_SBUF_RECV, 0, 1, 0, 0), 0, count, 0, 0, 1, 0),
+		 pat(COLL_SBUF_SEND, 0, 0, 1, 0));
 }
 
 /*
- * AllGather, RING.  Block j travels in slabs of chunk elements: local
- * round 0 copies S_j into R_j and R_{j+1}, local round k in 1..n-2 copies
- * R_{j+k} into R_{j+k+1}; slab s runs local round k in round s + k.
+ * AllGather, RING.  Block a travels in slabs of chunk elements: local
+ * round 0 copies S_a into R_a and R_{a+1}, local round k in 1..n-2 copies
+ * R_{a+k} into R_{a+k+1}; slab s runs local round k in round s + k.
  */
 static void gen_allgather_ring(struct coll_gen *g, u32 n, u64 count,
 			       u64 chunk, u64 nslabs)
 {
-	u64 s, off, cnt, boff;
-	u32 j, k;
+	u64 s, off, cnt;
+	u32 k;
 
-	for (j = 0; j < n; j++) {
-		boff = (u64)j * count;
-		for (s = 0; s < nslabs; s++) {
-			off = s * chunk;
-			cnt = coll_min(chunk, count - off);
-			gen_copy(g, (u32)s, cnt, j, COLL_SBUF_RECV, boff + off,
-				 j, COLL_SBUF_SEND, off);
-			gen_copy(g, (u32)s, cnt,
-				 (j + 1) % n, COLL_SBUF_RECV, boff + off,
-				 j, COLL_SBUF_SEND, off);
-			for (k = 1; k + 1 < n; k++)
-				gen_copy(g, (u32)s + k, cnt,
-					 (j + k + 1) % n, COLL_SBUF_RECV,
-					 boff + off,
-					 (j + k) % n, COLL_SBUF_RECV,
-					 boff + off);
-		}
+	for (s = 0; s < nslabs; s++) {
+		off = s * chunk;
+		cnt = coll_min(chunk, count - off);
+		gen_copy(g, 0, (u32)s, n, 1, cnt,
+			 pat_at(pat(COLL_SBUF_RECV, 0, 1, 0, 0), off, count,
+				0, 1, 0, 0),
+			 pat_off(pat(COLL_SBUF_SEND, 0, 1, 0, 0), off));
+		gen_copy(g, 0, (u32)s, n, 1, cnt,
+			 pat_at(pat(COLL_SBUF_RECV, 1, 1, 0, 0), off, count,
+				0, 1, 0, 0),
+			 pat_off(pat(COLL_SBUF_SEND, 0, 1, 0, 0), off));
+		for (k = 1; k + 1 < n; k++)
+			gen_copy(g, 0, (u32)s + k, n, 1, cnt,
+				 pat_at(pat(COLL_SBUF_RECV, k + 1, 1, 0, 0), off,
+					count, 0, 1, 0, 0),
+				 pat_at(pat(COLL_SBUF_RECV, k, 1, 0, 0), off,
+					count, 0, 1, 0, 0));
 	}
 }
 
 /*
- * AllGather, NAIVE.  Round 0: block j of R_0 = S_j; round 1: every other
+ * AllGather, NAIVE.  Round 0: block a of R_0 = S_a; round 1: every other
  * R_r = R_0 (all n blocks).
  */
 static void gen_allgather_naive(struct coll_gen *g, u32 n, u64 count)
 {
-	u32 j;
-
-	for (j = 0; j < n; j++)
-		gen_copy(g, 0, count, 0, COLL_SBUF_RECV, (u64)j * count,
-			 j, COLL_SBUF_SEND, 0);
-	for (j = 1; j < n; j++)
-		gen_copy(g, 1, count * n, j, COLL_SBUF_RECV, 0,
-			 0, COLL_SBUF_RECV, 0);
+	gen_copy(g, 0, 0, n, 1, count,
+		 pat_at(pat(COLL_SBUF_RECV, 0, 0, 0, 0), 0, count, 0, 1, 0, 0),
+		 pat(COLL_SBUF_SEND, 0, 1, 0, 0));
+	gen_copy(g, 0, 1, n - 1, 1, count * n,
+		 pat(COLL_SBUF_RECV, 1, 1, 0, 0),
+		 pat(COLL_SBUF_RECV, 0, 0, 0, 0));
 }
 
-/* Broadcast, DIRECT and NAIVE.  Round 0: every R_j = S_root. */
+/* Broadcast, DIRECT and NAIVE.  Round 0: every R_a = S_root. */
 static void gen_broadcast_direct(struct coll_gen *g, u32 n, u32 root,
 				 u64 count)
 {
-	u32 j;
-
-	for (j = 0; j < n; j++)
-		gen_copy(g, 0, count, j, COLL_SBUF_RECV, 0,
-			 root, COLL_SBUF_SEND, 0);
+	gen_copy(g, 0, 0, n, 1, count, pat(COLL_SBUF_RECV, 0, 1, 0, 0),
+		 pat(COLL_SBUF_SEND, root, 0, 0, 0));
 }
 
 /*
@@ -390,70 +362,86 @@ static void gen_broadcast_ring(struct coll_gen *g, u32 n, u32 root,
 	for (s = 0; s < nslabs; s++) {
 		off = s * chunk;
 		cnt = coll_min(chunk, count - off);
-		gen_copy(g, (u32)s, cnt, root, COLL_SBUF_RECV, off,
-			 root, COLL_SBUF_SEND, off);
-		gen_copy(g, (u32)s, cnt, (root + 1) % n, COLL_SBUF_RECV, off,
-			 root, COLL_SBUF_SEND, off);
+		gen_copy(g, 0, (u32)s, 1, 1, cnt,
+			 pat_off(pat(COLL_SBUF_RECV, root, 0, 0, 0), off),
+			 pat_off(pat(COLL_SBUF_SEND, root, 0, 0, 0), off));
+		gen_copy(g, 0, (u32)s, 1, 1, cnt,
+			 pat_off(pat(COLL_SBUF_RECV, (root + 1) % n, 0, 0, 0),
+				 off),
+			 pat_off(pat(COLL_SBUF_SEND, root, 0, 0, 0), off));
 		for (k = 1; k + 1 < n; k++)
-			gen_copy(g, (u32)s + k, cnt,
-				 (root + k + 1) % n, COLL_SBUF_RECV, off,
-				 (root + k) % n, COLL_SBUF_RECV, off);
+			gen_copy(g, 0, (u32)s + k, 1, 1, cnt,
+				 pat_off(pat(COLL_SBUF_RECV, (root + k + 1) % n,
+					     0, 0, 0), off),
+				 pat_off(pat(COLL_SBUF_RECV, (root + k) % n,
+					     0, 0, 0), off));
 	}
 }
 
-/* Scatter.  Round 0: R_j = block j of S_root. */
+/* Scatter.  Round 0: R_a = block a of S_root. */
 static void gen_scatter(struct coll_gen *g, u32 n, u32 root, u64 count)
 {
-	u32 j;
-
-	for (j = 0; j < n; j++)
-		gen_copy(g, 0, count, j, COLL_SBUF_RECV, 0,
-			 root, COLL_SBUF_SEND, (u64)j * count);
+	gen_copy(g, 0, 0, n, 1, count, pat(COLL_SBUF_RECV, 0, 1, 0, 0),
+		 pat_at(pat(COLL_SBUF_SEND, root, 0, 0, 0), 0, count,
+			0, 1, 0, 0));
 }
 
-/* Gather.  Round 0: block j of R_root = S_j. */
+/* Gather.  Round 0: block a of R_root = S_a. */
 static void gen_gather(struct coll_gen *g, u32 n, u32 root, u64 count)
 {
-	u32 j;
-
-	for (j = 0; j < n; j++)
-		gen_copy(g, 0, count, root, COLL_SBUF_RECV, (u64)j * count,
-			 j, COLL_SBUF_SEND, 0);
+	gen_copy(g, 0, 0, n, 1, count,
+		 pat_at(pat(COLL_SBUF_RECV, root, 0, 0, 0), 0, count,
+			0, 1, 0, 0),
+		 pat(COLL_SBUF_SEND, 0, 1, 0, 0));
 }
 
 /*
- * AlltoAll.  Round 0: block j of R_r = block r of S_j.  In place (S == R on
- * every rank): swap block j of R_r with block r of R_j for r < j.
+ * AlltoAll.  Round 0: block b of R_a = block a of S_b.  In place (S == R on
+ * every rank): for every distance d in 1..n/2, swap block a+d of R_a with
+ * block a of R_{a+d}; at d = n/2 (n even) only a < n/2, so each pair of
+ * ranks swaps once.
  */
 static void gen_alltoall(struct coll_gen *g, u32 n, u64 count, bool inplace)
 {
-	u32 r, j;
+	u32 d;
 
-	for (r = 0; r < n; r++) {
-		for (j = inplace ? r + 1 : 0; j < n; j++) {
-			gen_step(g, inplace ? COLL_STEP_SWAP : COLL_STEP_COPY,
-				 0, 0, count, r, COLL_SBUF_RECV,
-				 (u64)j * count, 1);
-			gen_src(g, j, inplace ? COLL_SBUF_RECV : COLL_SBUF_SEND,
-				(u64)r * count);
-		}
+	if (!inplace) {
+		gen_copy(g, 0, 0, n, n, count,
+			 pat_at(pat(COLL_SBUF_RECV, 0, 1, 0, 0), 0, count,
+				0, 0, 1, 0),
+			 pat_at(pat(COLL_SBUF_SEND, 0, 0, 1, 0), 0, count,
+				0, 1, 0, 0));
+		return;
 	}
+	for (d = 1; 2 * d <= n; d++)
+		gen_fam(g, COLL_STEP_SWAP, 0, 0, 2 * d == n ? n / 2 : n, 1, 1,
+			count,
+			pat_at(pat(COLL_SBUF_RECV, 0, 1, 0, 0), 0, count,
+			       d, 1, 0, 0),
+			pat_at(pat(COLL_SBUF_RECV, d, 1, 0, 0), 0, count,
+			       0, 1, 0, 0),
+			pat(COLL_SBUF_RECV, 0, 0, 0, 0));
 }
 
 /*
- * Slabs of a pipelined schedule, and a bound on its sources (which bounds
- * its steps too) so that hopeless sizes fail before anything is generated.
+ * Slabs of a pipelined plan: @per elements each, but never so many that
+ * the plan would hold more than COLL_SCHED_MAX_STEPS families
+ * (@fams_per_slab each) or COLL_SCHED_MAX_SLABS slabs.
  */
-static int coll_ring_slabs(u64 count, u64 per, u64 srcs_per_slab,
-			   u64 *nslabs)
+static u64 coll_ring_slabs(u64 count, u64 *per, u64 fams_per_slab)
 {
-	u64 total;
+	u64 max = COLL_SCHED_MAX_STEPS / fams_per_slab, nslabs;
 
-	*nslabs = coll_nslabs(count, per);
-	if (check_mul_overflow(*nslabs, srcs_per_slab, &total) ||
-	    total > COLL_SCHED_U32_MAX)
-		return -EOVERFLOW;
-	return 0;
+	if (max > COLL_SCHED_MAX_SLABS)
+		max = COLL_SCHED_MAX_SLABS;
+	if (!max)
+		max = 1;
+	nslabs = coll_nslabs(count, *per);
+	if (nslabs > max) {
+		*per = coll_nslabs(count, max);
+		nslabs = coll_nslabs(count, *per);
+	}
+	return nslabs;
 }
 
 static int coll_gen_run(const struct coll_sched_args *a, struct coll_gen *g)
@@ -461,22 +449,22 @@ static int coll_gen_run(const struct coll_sched_args *a, struct coll_gen *g)
 	u32 n = a->nranks, root = a->root;
 	u64 count = a->count, chunk = a->chunk, slab, nslabs;
 	bool ring = a->algo == COLL_ALGO_RING;
-	u64 nn = (u64)n * n;
-	int ret;
 
 	if (a->prim == COLL_BARRIER || !count)
 		return 0;
+	if (n == 1 && a->prim != COLL_ALLTOALL && a->prim != COLL_SCATTER &&
+	    a->prim != COLL_GATHER) {
+		gen_single(g, count);
+		return 0;
+	}
 
 	switch (a->prim) {
 	case COLL_ALLREDUCE:
-		if (n == 1) {
-			gen_single(g, count);
-		} else if (ring) {
+		if (ring) {
+			/* A slab holds n ring chunks, one per part. */
 			if (check_mul_overflow(chunk, (u64)n, &slab))
 				slab = count;
-			ret = coll_ring_slabs(count, slab, 3 * nn, &nslabs);
-			if (ret)
-				return ret;
+			nslabs = coll_ring_slabs(count, &slab, 2 * (u64)n);
 			gen_allreduce_ring(g, n, count, slab, nslabs);
 		} else if (a->algo == COLL_ALGO_DIRECT) {
 			gen_allreduce_direct(g, n, count);
@@ -485,12 +473,8 @@ static int coll_gen_run(const struct coll_sched_args *a, struct coll_gen *g)
 		}
 		return 0;
 	case COLL_REDUCE:
-		if (n == 1) {
-			gen_single(g, count);
-		} else if (ring) {
-			ret = coll_ring_slabs(count, chunk, 2 * n, &nslabs);
-			if (ret)
-				return ret;
+		if (ring) {
+			nslabs = coll_ring_slabs(count, &chunk, n);
 			gen_reduce_ring(g, n, root, count, chunk, nslabs);
 		} else if (a->algo == COLL_ALGO_DIRECT) {
 			gen_reduce_direct(g, n, root, count);
@@ -499,25 +483,16 @@ static int coll_gen_run(const struct coll_sched_args *a, struct coll_gen *g)
 		}
 		return 0;
 	case COLL_REDUCESCATTER:
-		if (n == 1) {
-			gen_single(g, count);
-		} else if (ring) {
-			ret = coll_ring_slabs(count, chunk, 2 * nn, &nslabs);
-			if (ret)
-				return ret;
+		if (ring) {
+			nslabs = coll_ring_slabs(count, &chunk, n);
 			gen_reducescatter_ring(g, n, count, chunk, nslabs);
 		} else {
-			gen_reducescatter_direct(g, n, count,
-						 a->algo == COLL_ALGO_NAIVE);
+			gen_reducescatter_direct(g, n, count);
 		}
 		return 0;
 	case COLL_ALLGATHER:
-		if (n == 1) {
-			gen_single(g, count);
-		} else if (ring) {
-			ret = coll_ring_slabs(count, chunk, nn + n, &nslabs);
-			if (ret)
-				return ret;
+		if (ring) {
+			nslabs = coll_ring_slabs(count, &chunk, n);
 			gen_allgather_ring(g, n, count, chunk, nslabs);
 		} else if (a->algo == COLL_ALGO_DIRECT) {
 			gen_allgather_direct(g, n, count);
@@ -526,12 +501,8 @@ static int coll_gen_run(const struct coll_sched_args *a, struct coll_gen *g)
 		}
 		return 0;
 	case COLL_BROADCAST:
-		if (n == 1) {
-			gen_single(g, count);
-		} else if (ring) {
-			ret = coll_ring_slabs(count, chunk, n + 1, &nslabs);
-			if (ret)
-				return ret;
+		if (ring) {
+			nslabs = coll_ring_slabs(count, &chunk, n);
 			gen_broadcast_ring(g, n, root, count, chunk, nslabs);
 		} else {
 			gen_broadcast_direct(g, n, root, count);
@@ -557,7 +528,8 @@ static int coll_sched_check(const struct coll_sched_args *a)
 	if (a->prim >= COLL_PRIM_MAX || a->algo == COLL_ALGO_AUTO ||
 	    a->algo >= COLL_ALGO_MAX || !a->nranks ||
 	    a->nranks > COLL_MAX_RANKS || a->root >= a->nranks ||
-	    !a->chunk || (a->flags & ~COLL_SCHED_F_INPLACE))
+	    !a->chunk || !a->exec_chunk ||
+	    (a->flags & ~COLL_SCHED_F_INPLACE))
 		return -EINVAL;
 	/* Offsets reach count * nranks in the buffers holding n blocks. */
 	if (check_mul_overflow(a->count, (u64)a->nranks, &total))
@@ -565,9 +537,41 @@ static int coll_sched_check(const struct coll_sched_args *a)
 	return 0;
 }
 
+/* Largest instance of a family. */
+static u64 coll_step_max_count(const struct coll_step *st, u32 n)
+{
+	if (!(st->flags & COLL_STEP_F_SPLIT))
+		return st->count;
+	return coll_nslabs(st->count, n);
+}
+
+/* Number the chunks: chunk_first[i] is the first chunk of family i. */
+static int coll_sched_chunks(struct coll_sched *s)
+{
+	u64 total = 0, cpi, per;
+	u32 i;
+
+	for (i = 0; i < s->nsteps; i++) {
+		struct coll_step *st = &s->steps[i];
+
+		cpi = coll_nslabs(coll_step_max_count(st, s->nranks),
+				  s->exec_chunk);
+		if (cpi > COLL_SCHED_MAX_CHUNKS ||
+		    check_mul_overflow((u64)st->na * st->nb, cpi, &per))
+			return -EOVERFLOW;
+		st->cpi = (u32)cpi;
+		s->chunk_first[i] = (u32)total;
+		total += per;
+		if (total > COLL_SCHED_MAX_CHUNKS)
+			return -EOVERFLOW;
+	}
+	s->chunk_first[s->nsteps] = (u32)total;
+	return 0;
+}
+
 int coll_sched_build(const struct coll_sched_args *a, struct coll_sched *s)
 {
-	struct coll_gen g = { .s = s, .pass = COLL_GEN_SIZE };
+	struct coll_gen g = { .s = s, .pass = COLL_GEN_SIZE, .n = a->nranks };
 	u32 r, next, prev;
 	int ret;
 
@@ -575,10 +579,12 @@ int coll_sched_build(const struct coll_sched_args *a, struct coll_sched *s)
 	ret = coll_sched_check(a);
 	if (ret)
 		return ret;
+	s->nranks = a->nranks;
+	s->exec_chunk = a->exec_chunk;
 	ret = coll_gen_run(a, &g);
 	if (ret)
 		return ret;
-	if (g.nsteps > COLL_SCHED_U32_MAX || g.nsrcs > COLL_SCHED_U32_MAX)
+	if (g.nsteps > COLL_SCHED_MAX_STEPS)
 		return -EOVERFLOW;
 	if (!g.nsteps)
 		return 0;
@@ -586,15 +592,16 @@ int coll_sched_build(const struct coll_sched_args *a, struct coll_sched *s)
 	s->round_first = coll_sched_zalloc((size_t)g.nrounds + 1,
 					   sizeof(*s->round_first));
 	s->steps = coll_sched_zalloc(g.nsteps, sizeof(*s->steps));
-	s->srcs = coll_sched_zalloc(g.nsrcs, sizeof(*s->srcs));
-	if (!s->round_first || !s->steps || !s->srcs) {
-		coll_sched_destroy(s);
-		return -ENOMEM;
+	s->chunk_first = coll_sched_zalloc(g.nsteps + 1,
+					   sizeof(*s->chunk_first));
+	if (!s->round_first || !s->steps || !s->chunk_first) {
+		ret = -ENOMEM;
+		goto err_destroy;
 	}
 
 	g.pass = COLL_GEN_COUNT;
 	coll_gen_run(a, &g);
-	/* round_first[r] = first step of round r: the fill cursor. */
+	/* round_first[r] = first family of round r: the fill cursor. */
 	for (r = 0, prev = 0; r < g.nrounds; r++) {
 		next = prev + s->round_first[r];
 		s->round_first[r] = prev;
@@ -609,15 +616,101 @@ int coll_sched_build(const struct coll_sched_args *a, struct coll_sched *s)
 
 	s->nrounds = g.nrounds;
 	s->nsteps = (u32)g.nsteps;
+	ret = coll_sched_chunks(s);
+	if (ret)
+		goto err_destroy;
 	return 0;
+
+err_destroy:
+	coll_sched_destroy(s);
+	return ret;
 }
 
 void coll_sched_destroy(struct coll_sched *s)
 {
 	coll_sched_free_mem(s->steps);
-	coll_sched_free_mem(s->srcs);
 	coll_sched_free_mem(s->round_first);
+	coll_sched_free_mem(s->chunk_first);
 	*s = (struct coll_sched){ 0 };
+}
+
+size_t coll_sched_bytes(const struct coll_sched *s)
+{
+	if (!s->nsteps)
+		return 0;
+	return (size_t)s->nsteps * sizeof(*s->steps) +
+	       ((size_t)s->nrounds + 1) * sizeof(*s->round_first) +
+	       ((size_t)s->nsteps + 1) * sizeof(*s->chunk_first);
+}
+
+static void coll_pat_place(const struct coll_sched *s,
+			   const struct coll_pat *p, u32 a, u32 b, u32 j,
+			   u64 split_off, struct coll_place *out)
+{
+	u32 n = s->nranks;
+	u64 r = (u64)p->r0 + (u64)a * p->ra + (u64)b * p->rb + (u64)j * p->rj;
+	u64 k = (u64)p->k0 + (u64)a * p->ka + (u64)b * p->kb + (u64)j * p->kj;
+
+	out->rank = (u32)(r % n);
+	out->buf = p->buf;
+	out->off = p->off + (k % n) * p->blk + split_off;
+}
+
+static u64 coll_step_part(const struct coll_sched *s,
+			  const struct coll_step *st, u32 a, u64 *off)
+{
+	u64 cnt;
+
+	if (!(st->flags & COLL_STEP_F_SPLIT)) {
+		*off = 0;
+		return st->count;
+	}
+	coll_split(st->count, s->nranks, a, off, &cnt);
+	return cnt;
+}
+
+u64 coll_step_inst(const struct coll_sched *s, const struct coll_step *st,
+		   u32 a, u32 b, struct coll_place *dst)
+{
+	u64 off, cnt = coll_step_part(s, st, a, &off);
+
+	coll_pat_place(s, &st->dst, a, b, 0, off, dst);
+	return cnt;
+}
+
+void coll_step_src(const struct coll_sched *s, const struct coll_step *st,
+		   u32 a, u32 b, u32 j, struct coll_place *src)
+{
+	u64 off;
+
+	coll_step_part(s, st, a, &off);
+	coll_pat_place(s, j ? &st->srcj : &st->src0, a, b, j, off, src);
+}
+
+void coll_sched_chunk(const struct coll_sched *s, u32 r, u32 c,
+		      struct coll_chunk *out)
+{
+	u32 lo = s->round_first[r], hi = s->round_first[r + 1] - 1;
+	const struct coll_step *st;
+	u64 local, inst, cnt, off;
+
+	while (lo < hi) {	/* last family whose first chunk is <= c */
+		u32 mid = lo + (hi - lo + 1) / 2;
+
+		if (s->chunk_first[mid] <= c)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	st = &s->steps[lo];
+	local = c - s->chunk_first[lo];
+	inst = local / st->cpi;
+	out->step = st;
+	out->a = (u32)(inst / st->nb);
+	out->b = (u32)(inst % st->nb);
+	out->elem = (local % st->cpi) * s->exec_chunk;
+	cnt = coll_step_part(s, st, out->a, &off);
+	out->n = out->elem < cnt ? coll_min(s->exec_chunk, cnt - out->elem) : 0;
 }
 
 u64 coll_sched_buf_elems(u32 prim, u32 nranks, u32 root, u32 rank,

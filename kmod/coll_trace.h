@@ -52,8 +52,8 @@ DEFINE_EVENT(coll_comm_class, coll_comm_leave,
 
 TRACE_EVENT(coll_op_submit,
 	    TP_PROTO(const struct coll_task *task, u32 rank,
-		     const struct coll_op *arg),
-	    TP_ARGS(task, rank, arg),
+		     const struct coll_desc *desc, bool nonblock),
+	    TP_ARGS(task, rank, desc, nonblock),
 	    TP_STRUCT__entry(__field(u32, comm)
 			     __field(u64, seq)
 			     __field(u32, rank)
@@ -61,19 +61,20 @@ TRACE_EVENT(coll_op_submit,
 			     __field(u32, dtype)
 			     __field(u32, redop)
 			     __field(u64, count)
-			     __field(u32, flags)),
+			     __field(bool, nonblock)),
 	    TP_fast_assign(__entry->comm = task->comm->serial;
 			   __entry->seq = task->seq;
 			   __entry->rank = rank;
-			   __entry->prim = arg->prim;
-			   __entry->dtype = arg->dtype;
-			   __entry->redop = arg->redop;
-			   __entry->count = arg->count;
-			   __entry->flags = arg->flags;),
-	    TP_printk("comm=%u seq=%llu rank=%u %s dtype=%u redop=%u count=%llu flags=%#x",
+			   __entry->prim = desc->prim;
+			   __entry->dtype = desc->dtype;
+			   __entry->redop = desc->redop;
+			   __entry->count = desc->count;
+			   __entry->nonblock = nonblock;),
+	    TP_printk("comm=%u seq=%llu rank=%u %s dtype=%u redop=%u count=%llu%s",
 		      __entry->comm, __entry->seq, __entry->rank,
 		      coll_show_prim(__entry->prim), __entry->dtype,
-		      __entry->redop, __entry->count, __entry->flags));
+		      __entry->redop, __entry->count,
+		      __entry->nonblock ? " nonblock" : ""));
 
 DECLARE_EVENT_CLASS(coll_op_class,
 		    TP_PROTO(const struct coll_task *task, int err),
@@ -89,10 +90,12 @@ DECLARE_EVENT_CLASS(coll_op_class,
 				   __entry->seq = task->seq;
 				   __entry->prim = task->desc.prim;
 				   __entry->algo = task->desc.algo;
-				   __entry->nrounds = task->sched.nrounds;
-				   __entry->nsteps = task->sched.nsteps;
+				   __entry->nrounds = task->sched ?
+						task->sched->nrounds : 0;
+				   __entry->nsteps = task->sched ?
+						task->sched->nsteps : 0;
 				   __entry->err = err;),
-		    TP_printk("comm=%u seq=%llu %s algo=%u rounds=%u steps=%u err=%d",
+		    TP_printk("comm=%u seq=%llu %s algo=%u rounds=%u families=%u err=%d",
 			      __entry->comm, __entry->seq,
 			      coll_show_prim(__entry->prim), __entry->algo,
 			      __entry->nrounds, __entry->nsteps,
@@ -108,23 +111,28 @@ DEFINE_EVENT(coll_op_class, coll_op_done,
 
 TRACE_EVENT(coll_chunk,
 	    TP_PROTO(const struct coll_task *task, u32 round, u32 step,
-		     u64 elem, u64 n),
-	    TP_ARGS(task, round, step, elem, n),
+		     u32 a, u32 b, u64 elem, u64 n),
+	    TP_ARGS(task, round, step, a, b, elem, n),
 	    TP_STRUCT__entry(__field(u32, comm)
 			     __field(u64, seq)
 			     __field(u32, round)
 			     __field(u32, step)
+			     __field(u32, a)
+			     __field(u32, b)
 			     __field(u64, elem)
 			     __field(u64, n)),
 	    TP_fast_assign(__entry->comm = task->comm->serial;
 			   __entry->seq = task->seq;
 			   __entry->round = round;
 			   __entry->step = step;
+			   __entry->a = a;
+			   __entry->b = b;
 			   __entry->elem = elem;
 			   __entry->n = n;),
-	    TP_printk("comm=%u seq=%llu round=%u step=%u elem=%llu n=%llu",
+	    TP_printk("comm=%u seq=%llu round=%u family=%u inst=%u,%u elem=%llu n=%llu",
 		      __entry->comm, __entry->seq, __entry->round,
-		      __entry->step, __entry->elem, __entry->n));
+		      __entry->step, __entry->a, __entry->b, __entry->elem,
+		      __entry->n));
 
 #endif /* _COLL_TRACE_H */
 

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Matching: COLL_SUBMIT, from the caller's argument to its place in a task.
+ *
+ * Every rank submits its collectives in the same order; the n-th submission
+ * of each rank lands in the same struct coll_task, found by sequence number
+ * in the communicator's in-flight list.  The last rank to arrive hands the
+ * task to coll_run_start(), which checks that all ranks agree, plans and
+ * starts it.
+ *
+ * The order of a submission (iommufd's rule: finalize only once nothing can
+ * fail): validate; take a reference on the membership and reserve the
+ * request handle (under the descriptor's lock); pin the buffers and
+ * allocate the rank's part (no lock held, so a large pin never stalls the
+ * descriptor's other threads); write the handle to the caller; only then
+ * publish the part in its task, which takes a sequence number and cannot
+ * fail but for the communicator's death.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "coll_loc.h"
+#include "coll_trace.h"
+
+bool coll_prim_reduces(u32 prim)
+{
+	return prim == COLL_ALLREDUCE || prim == COLL_REDUCE ||
+	       prim == COLL_REDUCESCATTER;
+}
+
+bool coll_prim_rooted(u32 prim)
+{
+	return prim == COLL_REDUCE || prim == COLL_BROADCAST ||
+	       prim == COLL_SCATTER || prim == COLL_GATHER;
+}
+
+/* Checks that need no communicator. */
+static int coll_op_check(const struct coll_op *arg)
+{
+	if (arg->flags & ~COLL_OP_F_ALL)
+		return -EOPNOTSUPP;
+	if (arg->__reserved)
+		return -EINVAL;
+	if (arg->prim >= COLL_PRIM_MAX || arg->dtype >= COLL_DTYPE_MAX ||
+	    arg->redop >= COLL_REDOP_MAX || arg->algo >= COLL_ALGO_MAX)
+		return -EOPNOTSUPP;
+	if (!coll_prim_reduces(arg->prim) && arg->redop)
+		return -EINVAL;
+	if (!coll_prim_rooted(arg->prim) && arg->root)
+		return -EINVAL;
+	if (arg->prim == COLL_BARRIER &&
+	    (arg->count || arg->sendbuf || arg->recvbuf || arg->dtype))
+		return -EINVAL;
+	if (arg->count > COLL_MAX_BYTES)
+		return -EOVERFLOW;
+	return 0;
+}
+
+/* Locks: comm->lock. */
+static struct coll_task *coll_task_find(struct coll_comm *comm, u64 seq)
+{
+	struct coll_task *task;
+
+	lockdep_assert_held(&comm->lock);
+	list_for_each_entry(task, &comm->tasks, node)
+		if (task->seq == seq)
+			return task;
+	return NULL;
+}
+
+/* Is the task of this member's next collective already there? */
+static bool coll_match_peek(struct coll_member *m)
+{
+	struct coll_comm *comm = m->comm;
+	bool found;
+
+	spin_lock(&comm->lock);
+	found = comm->dead || coll_task_find(comm, m->next_seq);
+	spin_unlock(&comm->lock);
+	return found;
+}
+
+/**
+ * coll_match_publish() - put a rank's part into its task
+ * @m: the membership (a reference held)
+ * @sub: the part, pinned
+ * @cand: a task allocated in case this rank is the first to arrive; set
+ *        to NULL if it was used
+ * @start: set if this rank was the last to arrive
+ *
+ * Locks: takes comm->lock.
+ *
+ * After this, @sub belongs to the task; the caller may touch the task only
+ * through the references it gets here: one for a blocking caller, one more
+ * for the last to arrive, which starts it.
+ *
+ * Return: the task, or ERR_PTR(-ECONNRESET) for a dead communicator, or
+ * ERR_PTR(-EAGAIN) if a task had to be created and @cand was NULL.
+ */
+static struct coll_task *coll_match_publish(struct coll_member *m,
+					    struct coll_sub *sub,
+					    struct coll_task **cand,
+					    bool *start)
+{
+	struct coll_comm *comm = m->comm;
+	struct coll_task *task;
+
+	spin_lock(&comm->lock);
+	if (comm->dead) {
+		spin_unlock(&comm->lock);
+		return ERR_PTR(-ECONNRESET);
+	}
+	task = coll_task_find(comm, m->next_seq);
+	if (!task) {
+		if (!*cand) {
+			spin_unlock(&comm->lock);
+			return ERR_PTR(-EAGAIN);
+		}
+		task = *cand;
+		*cand = NULL;
+		task->seq = m->next_seq;
+		kref_get(&comm->kref);
+		task->comm = comm;
+		list_add_tail(&task->node, &comm->tasks);
+		atomic64_inc(&coll_stats.ops);
+	}
+	m->next_seq++;
+	sub->task = task;
+	task->sub[m->rank] = sub;
+	if (!sub->req)
+		coll_task_get(task);	/* the blocking caller's */
+	*start = ++task->narrived == task->nranks;
+	if (*start)
+		coll_task_get(task);	/* the starter's */
+	trace_coll_op_submit(task, m->rank, &sub->desc, !!sub->req);
+	spin_unlock(&comm->lock);
+	return task;
+}
+
+/* Undo the reservation of a request handle. */
+static void coll_match_unreserve(struct coll_file *cf, u32 handle)
+{
+	mutex_lock(&cf->lock);
+	xa_erase(&cf->reqs, handle);
+	cf->nreqs--;
+	mutex_unlock(&cf->lock);
+}
+
+/**
+ * coll_op_submit() - COLL_SUBMIT
+ * @cf: the caller's descriptor
+ * @ucmd: the argument (struct coll_op); out_req is written for
+ *        non-blocking calls, nothing for blocking ones
+ *
+ * Locks: takes cf->lock, then (not nested) comm->lock; neither is held
+ * while pinning or waiting.
+ *
+ * Return: 0 or -errno as documented in the uapi header; for a blocking
+ * call, the collective's own result.
+ */
+int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
+{
+	struct coll_op *arg = ucmd->cmd;
+	struct coll_op __user *uarg = ucmd->ubuf;
+	bool nonblock = arg->flags & COLL_OP_F_NONBLOCK;
+	struct coll_task *task, *cand = NULL;
+	struct coll_req *req = NULL;
+	struct coll_member *m;
+	struct coll_sub *sub;
+	bool start = false, written = false;
+	u32 handle = 0, rank;
+	int ret;
+
+	ret = coll_op_check(arg);
+	if (ret)
+		return ret;
+
+	mutex_lock(&cf->lock);
+	m = xa_load(&cf->members, arg->comm);
+	if (!m) {
+		mutex_unlock(&cf->lock);
+		return -ENOENT;
+	}
+	kref_get(&m->kref);
+	if (nonblock) {
+		if (cf->nreqs >= READ_ONCE(coll_max_requests))
+			ret = -ENOSPC;
+		else
+			ret = xa_alloc_cyclic(&cf->reqs, &handle, NULL,
+					      xa_limit_31b, &cf->req_next,
+					      GFP_KERNEL_ACCOUNT);
+		if (ret >= 0) {
+			cf->nreqs++;
+			ret = 0;
+		}
+	}
+	mutex_unlock(&cf->lock);
+	if (ret)
+		goto err_put_member;
+
+	rank = m->rank;
+	if (coll_prim_rooted(arg->prim) && arg->root >= m->comm->nranks) {
+		ret = -EINVAL;
+		goto err_unreserve;
+	}
+	sub = coll_sub_alloc();
+	if (!sub) {
+		ret = -ENOMEM;
+		goto err_unreserve;
+	}
+	ret = coll_sub_pin(sub, arg, m->comm->nranks, rank);
+	if (ret)
+		goto err_free_sub;
+	if (nonblock) {
+		req = coll_req_alloc();		/* the part's reference */
+		if (!req) {
+			ret = -ENOMEM;
+			goto err_free_sub;
+		}
+		sub->req = req;
+		kref_get(&req->kref);		/* the descriptor's */
+	}
+	kref_get(&cf->kref);
+	sub->cf = cf;
+	/* The first to arrive allocates the task: only if none is there. */
+	if (!coll_match_peek(m)) {
+		cand = coll_task_alloc(m->comm);
+		if (!cand) {
+			ret = -ENOMEM;
+			goto err_free_sub;
+		}
+	}
+
+	/* The output, before anything is published. */
+	if (nonblock) {
+		if (put_user(handle, &uarg->out_req)) {
+			ret = -EFAULT;
+			goto err_free_cand;
+		}
+		written = true;
+	}
+
+	for (;;) {
+		task = coll_match_publish(m, sub, &cand, &start);
+		if (PTR_ERR_OR_ZERO(task) != -EAGAIN)
+			break;
+		/* Another thread of this membership took the peeked slot. */
+		cand = coll_task_alloc(m->comm);
+		if (!cand) {
+			ret = -ENOMEM;
+			goto err_free_cand;
+		}
+	}
+	if (IS_ERR(task)) {
+		ret = PTR_ERR(task);
+		goto err_free_cand;
+	}
+	coll_task_free_unused(cand);
+
+	if (nonblock) {
+		/* Storing into a reserved entry allocates nothing. */
+		mutex_lock(&cf->lock);
+		xa_store(&cf->reqs, handle, req, GFP_KERNEL_ACCOUNT);
+		mutex_unlock(&cf->lock);
+		atomic64_inc(&coll_stats.reqs);
+	}
+	coll_member_put(m);
+
+	if (start) {
+		coll_run_start(task);
+		coll_task_put(task);
+	}
+	if (nonblock)
+		return 0;
+	ret = coll_run_participate(task, true);
+	coll_task_release_rank(task, rank);
+	coll_task_put(task);
+	return ret;
+
+err_free_cand:
+	coll_task_free_unused(cand);
+	if (written)
+		(void)put_user(arg->out_req, &uarg->out_req);
+err_free_sub:
+	coll_sub_free(sub);
+	if (req)
+		coll_req_put(req);
+err_unreserve:
+	if (nonblock)
+		coll_match_unreserve(cf, handle);
+err_put_member:
+	coll_member_put(m);
+	return ret;
+}

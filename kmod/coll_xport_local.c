@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The local transport: data movement between the pinned pages of ranks of
+ * this host, by a single copy (no staging).  A chunk is walked in windows
+ * that lie within one page of every buffer involved, each mapped with
+ * kmap_local_page(); an element that straddles a page boundary in some
+ * buffer goes through the stack.  Reductions run inside kernel_fpu_begin()
+ * and kernel_fpu_end() per window when the kernel needs the FPU.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <asm/fpu/api.h>
+
+#include "coll_loc.h"
+
+/* A place in a rank's buffer: the obuf and a byte position in it. */
+struct coll_cur {
+	struct coll_obuf *ob;
+	u64 pos;
+};
+
+static struct coll_cur coll_cur_of(const struct coll_task *task,
+				   const struct coll_place *p, u64 elem)
+{
+	const struct coll_sub *sub = task->sub[p->rank];
+
+	return (struct coll_cur){
+		.ob = sub->ob[p->buf],
+		.pos = sub->base[p->buf] + (p->off + elem) * task->esize,
+	};
+}
+
+static unsigned int coll_cur_page_left(const struct coll_cur *c, u64 done)
+{
+	return PAGE_SIZE - offset_in_page(c->ob->first_off + c->pos + done);
+}
+
+static void *coll_cur_map(const struct coll_cur *c, u64 done)
+{
+	u64 at = c->ob->first_off + c->pos + done;
+
+	return kmap_local_page(coll_obuf_page(c->ob, at >> PAGE_SHIFT)) +
+	       offset_in_page(at);
+}
+
+/* Byte copies for an element that straddles a page boundary. */
+static void coll_cur_read(const struct coll_cur *c, u64 done, u8 *buf,
+			  unsigned int len)
+{
+	while (len) {
+		unsigned int n = min(len, coll_cur_page_left(c, done));
+		u8 *p = coll_cur_map(c, done);
+
+		memcpy(buf, p, n);
+		kunmap_local(p);
+		buf += n;
+		done += n;
+		len -= n;
+	}
+}
+
+static void coll_cur_write(const struct coll_cur *c, u64 done, const u8 *buf,
+			   unsigned int len)
+{
+	while (len) {
+		unsigned int n = min(len, coll_cur_page_left(c, done));
+		u8 *p = coll_cur_map(c, done);
+
+		memcpy(p, buf, n);
+		kunmap_local(p);
+		buf += n;
+		done += n;
+		len -= n;
+	}
+}
+
+static void coll_swap_bytes(u8 *a, u8 *b, unsigned int len)
+{
+	u8 tmp[128];
+
+	while (len) {
+		unsigned int n = min_t(unsigned int, len, sizeof(tmp));
+
+		memcpy(tmp, a, n);
+		memcpy(a, b, n);
+		memcpy(b, tmp, n);
+		a += n;
+		b += n;
+		len -= n;
+	}
+}
+
+/* One chunk being run: its step, instance and the element it starts at. */
+struct coll_range {
+	const struct coll_task *task;
+	const struct coll_chunk *ch;
+	struct coll_cur dst;
+	coll_reduce_fn fn;
+	bool fpu;
+	bool avg;
+};
+
+static struct coll_cur coll_range_src(const struct coll_range *r, u32 j)
+{
+	struct coll_place p;
+
+	coll_step_src(r->task->sched, r->ch->step, r->ch->a, r->ch->b, j, &p);
+	return coll_cur_of(r->task, &p, r->ch->elem);
+}
+
+/* One element that straddles a page in some buffer, through the stack. */
+static void coll_range_bounce(const struct coll_range *r, u64 done)
+{
+	const struct coll_step *st = r->ch->step;
+	unsigned int es = r->task->esize;
+	struct coll_cur s;
+	u8 d[8], b[8];
+	u32 j;
+
+	s = coll_range_src(r, 0);
+	coll_cur_read(&s, done, d, es);
+	switch (st->kind) {
+	case COLL_STEP_COPY:
+		break;
+	case COLL_STEP_SWAP:
+		coll_cur_read(&r->dst, done, b, es);
+		coll_cur_write(&s, done, b, es);
+		break;
+	case COLL_STEP_REDUCE:
+		for (j = 1; j < st->nsrc; j++) {
+			s = coll_range_src(r, j);
+			coll_cur_read(&s, done, b, es);
+			r->fn(d, d, b, 1);
+		}
+		if (r->avg)
+			coll_reduce_div(r->task->desc.dtype, d, 1,
+					r->task->nranks);
+		break;
+	}
+	coll_cur_write(&r->dst, done, d, es);
+}
+
+/* A window that lies within one page of every buffer involved. */
+static void coll_range_window(const struct coll_range *r, u64 done,
+			      unsigned int len)
+{
+	const struct coll_step *st = r->ch->step;
+	size_t n = len / r->task->esize;
+	struct coll_cur s;
+	void *d, *a, *b;
+	u32 j;
+
+	d = coll_cur_map(&r->dst, done);
+	s = coll_range_src(r, 0);
+	a = coll_cur_map(&s, done);
+	switch (st->kind) {
+	case COLL_STEP_COPY:
+		memcpy(d, a, len);
+		kunmap_local(a);
+		break;
+	case COLL_STEP_SWAP:
+		coll_swap_bytes(d, a, len);
+		kunmap_local(a);
+		break;
+	case COLL_STEP_REDUCE:
+		s = coll_range_src(r, 1);
+		b = coll_cur_map(&s, done);
+		r->fn(d, a, b, n);
+		kunmap_local(b);
+		kunmap_local(a);
+		for (j = 2; j < st->nsrc; j++) {
+			s = coll_range_src(r, j);
+			b = coll_cur_map(&s, done);
+			r->fn(d, d, b, n);
+			kunmap_local(b);
+		}
+		if (r->avg)
+			coll_reduce_div(r->task->desc.dtype, d, n,
+					r->task->nranks);
+		break;
+	}
+	kunmap_local(d);
+}
+
+/* Elements [ch->elem, ch->elem + ch->n) of one instance. */
+static void coll_xport_local_chunk(struct coll_task *task,
+				   const struct coll_chunk *ch)
+{
+	const struct coll_step *st = ch->step;
+	struct coll_range r = { .task = task, .ch = ch };
+	unsigned int es = task->esize;
+	u64 done = 0, total = ch->n * es;
+	struct coll_place p;
+	struct coll_cur s;
+	u32 j;
+
+	coll_step_inst(task->sched, st, ch->a, ch->b, &p);
+	r.dst = coll_cur_of(task, &p, ch->elem);
+	s = coll_range_src(&r, 0);
+	if (st->kind == COLL_STEP_COPY && s.ob == r.dst.ob &&
+	    s.pos == r.dst.pos)
+		return;		/* in place: already there */
+	if (st->kind == COLL_STEP_REDUCE) {
+		r.fn = coll_reduce_get(task->desc.dtype, task->desc.redop,
+				       &r.fpu);
+		r.avg = task->desc.redop == COLL_AVG &&
+			(st->flags & COLL_STEP_F_AVG);
+	}
+
+	while (done < total) {
+		unsigned int len = min_t(u64, total - done, PAGE_SIZE);
+
+		len = min(len, coll_cur_page_left(&r.dst, done));
+		for (j = 0; j < st->nsrc; j++) {
+			s = coll_range_src(&r, j);
+			len = min(len, coll_cur_page_left(&s, done));
+		}
+		len -= len % es;
+		if (r.fpu)
+			kernel_fpu_begin();
+		if (len)
+			coll_range_window(&r, done, len);
+		else
+			coll_range_bounce(&r, done);
+		if (r.fpu)
+			kernel_fpu_end();
+		done += len ? len : es;
+	}
+}
+
+const struct coll_xport_ops coll_xport_local = {
+	.name = "local",
+	.chunk = coll_xport_local_chunk,
+};
