@@ -35,7 +35,7 @@
 
 #include <linux/collective.h>
 
-#define COLL_ST_MAX_RANKS 16
+#define COLL_ST_MAX_RANKS 64
 
 #ifndef offsetofend
 #define offsetofend(TYPE, MEMBER) \
