@@ -145,10 +145,14 @@ done
 rig_msg "kernel $KERNEL ($KVER), module $MODULE"
 
 t0=$SECONDS
+# One guest at a time on this machine (COLL_GUEST_LOCK, as run-all.sh).
+exec 8>"${COLL_GUEST_LOCK:-/tmp/coll-guest.lock}"
+flock 8
 KERNEL=$KERNEL KVER=$KVER COLL_MODDIR=$MODDIR "$RIG_DIR/vm.sh" "${verbose[@]}" \
 	--name check-debug --smp "${SMP:-2}" --mem "${MEM:-2G}" --timeout "$timeout" \
 	--env COLL_KO="$MODULE" --env COLL_SELFTESTS="$cbuild/debug-selftests" \
-	--env COLL_DEBUG_TESTS="${COLL_DEBUG_TESTS:-coll_abi coll_correct coll_kill}" \
+	--env COLL_DEBUG_TESTS="${COLL_DEBUG_TESTS:-coll_abi coll_harden coll_fail_nth coll_correct coll_kill}" \
+	--env COLL_HARDEN_QUICK="${COLL_HARDEN_QUICK:-1}" \
 	--env COLL_CORRECT_BIG="${COLL_CORRECT_BIG:-0}" --env COLL_CORRECT_MAXBYTES="${COLL_CORRECT_MAXBYTES-65536}" \
 	--env COLL_DEBUG_PASS2="${COLL_DEBUG_PASS2:-1}" \
 	--env COLL_DEBUG_PASS2_ARGS="${COLL_DEBUG_PASS2_ARGS:-ring_chunk_bytes=4096 exec_chunk_bytes=2048 solo_bytes=0}" \
