@@ -2,14 +2,18 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Run every test suite of the project and count the results:
-#   unit      native unit tests of the schedules (no guest)
+#   unit      native unit tests of the schedules (no guest): the full set
 #   native    native tests of the library and the tools (no device)
 #   guest     the kselftest-harness selftests inside one qemu guest
-#   rdma2     two guests on a socket network, RDMA between them
+# and, only when named:
+#   rdma2     a check of the rig itself (two guests, rping and ib_write_bw
+#             over rxe): not a test of the project, so not run by default
 # Each suite prints TAP; a suite that fails without saying which test failed
 # counts as one failure.  The last line is "N passed, N failed, N skipped".
+# Guest suites take the machine's guest lock ($COLL_GUEST_LOCK, default
+# /tmp/coll-guest.lock): with two cores, never two guest jobs at once.
 #
-# usage: selftests/run-all.sh [SUITE...]     (default: all suites)
+# usage: selftests/run-all.sh [SUITE...]     (default: unit native guest)
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,15 +51,17 @@ run_suite() {
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 }
 
+lock=${COLL_GUEST_LOCK:-/tmp/coll-guest.lock}
+
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(unit native guest rdma2)
+[ ${#suites[@]} -gt 0 ] || suites=(unit native guest)
 for s in "${suites[@]}"; do
 	case $s in
 	unit)	run_suite unit make -s -C selftests/unit run ;;
 	native)	run_suite native sh -c 'make -s -C userlib check && make -s -C tools check' ;;
-	guest)	run_suite guest selftests/rig/vm.sh --name selftests --mem 4G \
-			--timeout 2400 -- selftests/guest-run.sh ;;
-	rdma2)	run_suite rdma2 selftests/rig/test-rdma-2guest.sh ;;
+	guest)	run_suite guest flock "$lock" selftests/rig/vm.sh --name selftests \
+			--mem 4G --timeout 2400 -- selftests/guest-run.sh ;;
+	rdma2)	run_suite rdma2 flock "$lock" selftests/rig/test-rdma-2guest.sh ;;
 	*)	echo "unknown suite $s" >&2; exit 2 ;;
 	esac
 done

@@ -16,8 +16,12 @@
  * complete value from undivided inputs, and every reduced output must have
  * been divided exactly once.
  *
- * Usage: sched_test [-f] [-b budget] [-s seed]
- *   -f: no size budget (slow); -b: work budget per case (default 30000)
+ * Usage: sched_test [-f] [-b budget] [-s seed] [-p K/M]
+ *   -f: no size budget (the full set: every case of every group)
+ *   -b: work budget per case (default 30000)
+ *   -p K/M: run only the groups i with i % M == K (and the API, error and
+ *           plan size tests only for K == 0), to spread the full set over
+ *           several processes
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -1094,7 +1098,7 @@ static void test_api(void)
 
 int main(int argc, char **argv)
 {
-	u32 prim, algo;
+	u32 prim, algo, part = 0, nparts = 1, g = 0;
 	int i;
 
 	for (i = 1; i < argc; i++) {
@@ -1104,21 +1108,29 @@ int main(int argc, char **argv)
 			budget = strtoull(argv[++i], NULL, 0);
 		} else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
 			rng = strtoull(argv[++i], NULL, 0) | 1;
+		} else if (!strcmp(argv[i], "-p") && i + 1 < argc &&
+			   sscanf(argv[i + 1], "%u/%u", &part, &nparts) == 2 &&
+			   nparts && part < nparts) {
+			i++;
 		} else {
-			fprintf(stderr, "usage: %s [-f] [-b budget] [-s seed]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-f] [-b budget] [-s seed] [-p K/M]\n",
+				argv[0]);
 			return 2;
 		}
 	}
 	printf("TAP version 13\n");
-	printf("1..%d\n", (COLL_PRIM_MAX - 1) * (COLL_ALGO_MAX - 1) + 3);
-	printf("# seed %#llx%s\n", (unsigned long long)rng,
-	       full ? ", full size" : "");
-	test_api();
-	test_errors();
-	test_plan_size();
+	printf("# seed %#llx%s, part %u/%u\n", (unsigned long long)rng,
+	       full ? ", full size" : "", part, nparts);
+	if (!part) {
+		test_api();
+		test_errors();
+		test_plan_size();
+	}
 	for (prim = 0; prim < COLL_BARRIER; prim++)
 		for (algo = COLL_ALGO_RING; algo < COLL_ALGO_MAX; algo++)
-			test_group(prim, algo);
+			if (g++ % nparts == part)
+				test_group(prim, algo);
+	printf("1..%d\n", tap_n);
 	printf("# %d failed\n", tap_failed);
 	return tap_failed ? 1 : 0;
 }
