@@ -2,11 +2,16 @@
 /*
  * collrun: start N local ranks of a program and wait for them.
  *
- *   collrun -n N [-t TIMEOUT_S] [-i ID] [-v] PROG [ARGS...]
+ *   collrun -n N [-t TIMEOUT_S] [--id-fd FD] [-v] PROG [ARGS...]
  *
  * Each rank is PROG run with RANK, LOCAL_RANK (both 0..N-1), WORLD_SIZE and
- * LOCAL_WORLD_SIZE (both N) and COLL_ID (-i, or a fresh random id of 32 hex
- * digits) in its environment; coll_comm_init_env() reads them.  Output passes
+ * LOCAL_WORLD_SIZE (both N) and COLL_ID in its environment;
+ * coll_comm_init_env() reads them.  The id is the communicator's secret, so
+ * it never appears on a command line (every local user can read
+ * /proc/PID/cmdline; only the owner and root can read /proc/PID/environ):
+ * it is a fresh random one, or COLL_ID from collrun's own environment, or
+ * 32 hex digits read from file descriptor FD (--id-fd).  -i, which took it
+ * in argv, is refused.  Output passes
  * through unchanged (ranks share collrun's stdout and stderr).  Rank 0 gets
  * collrun's stdin unless that is a terminal; every other rank reads
  * /dev/null.
@@ -54,11 +59,13 @@ static int nranks, nalive;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: collrun -n N [-t TIMEOUT_S] [-i ID] [-v] PROG [ARGS...]\n"
+		"usage: collrun -n N [-t TIMEOUT_S] [--id-fd FD] [-v] PROG [ARGS...]\n"
 		"  -n N          number of local ranks (1..%d)\n"
 		"  -t TIMEOUT_S  kill every rank after this many seconds, exit 124\n"
-		"  -i ID         communicator id, 32 hex digits (default: random)\n"
-		"  -v            print the id and each rank's exit on stderr\n"
+		"  --id-fd FD    read the communicator id (32 hex digits) from FD\n"
+		"                (default: COLL_ID from the environment, else random;\n"
+		"                never on the command line, where anyone can read it)\n"
+		"  -v            print each rank's exit on stderr\n"
 		"Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, COLL_ID.\n"
 		"Exit: 0 all ranks succeeded; first failing rank's status (128+sig if\n"
 		"killed); 124 timeout; 125 collrun error; 127 PROG not executable.\n",
@@ -146,10 +153,49 @@ static void describe(char *buf, size_t len, int status)
 		snprintf(buf, len, "ended with wait status %#x", status);
 }
 
+/* The id from @fd: 32 hex digits, surrounding white space allowed. */
+static int read_id_fd(const char *arg, coll_id_t *id)
+{
+	char buf[128], *end, *p;
+	size_t len = 0;
+	ssize_t r;
+	long fd;
+
+	errno = 0;
+	fd = strtol(arg, &end, 10);
+	if (errno || *end || fd < 0 || fd > 1 << 20)
+		return -EINVAL;
+	while (len < sizeof(buf) - 1) {
+		r = read((int)fd, buf + len, sizeof(buf) - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (!r)
+			break;
+		len += r;
+	}
+	buf[len] = 0;
+	close((int)fd);
+	for (p = buf; *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'; p++)
+		;
+	for (end = p + strlen(p); end > p && (end[-1] == ' ' || end[-1] == '\t' ||
+					     end[-1] == '\n' || end[-1] == '\r');)
+		*--end = 0;
+	r = coll_id_from_str(id, p);
+	memset(buf, 0, sizeof(buf));
+	return (int)r;
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "id-fd", required_argument, NULL, 'I' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
 	double timeout = 0, deadline = 0, kill_at = 0;
-	const char *idarg = NULL;
+	const char *idfd = NULL, *envid;
 	int verbose = 0, opt, i, ret;
 	int killing = 0, killed_hard = 0, exit_code = 0, failed = 0;
 	char idstr[2 * COLL_ID_BYTES + 1], *end;
@@ -157,7 +203,8 @@ int main(int argc, char **argv)
 	coll_id_t id;
 	long n = 0;
 
-	while ((opt = getopt(argc, argv, "+n:t:i:vh")) != -1) {
+	while ((opt = getopt_long(argc, argv, "+n:t:i:vh", longopts,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			errno = 0;
@@ -178,7 +225,13 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'i':
-			idarg = optarg;
+			fprintf(stderr,
+				"collrun: -i is refused: an id in argv is readable by every local user\n"
+				"         (/proc/PID/cmdline); set COLL_ID in collrun's environment\n"
+				"         or pass it on a file descriptor with --id-fd FD\n");
+			return EXIT_INTERNAL;
+		case 'I':
+			idfd = optarg;
 			break;
 		case 'v':
 			verbose = 1;
@@ -197,10 +250,18 @@ int main(int argc, char **argv)
 	}
 	nranks = (int)n;
 
-	if (idarg) {
-		ret = coll_id_from_str(&id, idarg);
+	envid = getenv("COLL_ID");
+	if (idfd) {
+		ret = read_id_fd(idfd, &id);
 		if (ret) {
-			fprintf(stderr, "collrun: -i: need 32 hex digits, got '%s'\n", idarg);
+			fprintf(stderr, "collrun: --id-fd %s: need 32 hex digits (%s)\n",
+				idfd, coll_strerror(ret));
+			return EXIT_INTERNAL;
+		}
+	} else if (envid && *envid) {
+		ret = coll_id_from_str(&id, envid);
+		if (ret) {
+			fprintf(stderr, "collrun: COLL_ID in the environment: need 32 hex digits\n");
 			return EXIT_INTERNAL;
 		}
 	} else {
@@ -212,7 +273,9 @@ int main(int argc, char **argv)
 	}
 	coll_id_to_str(&id, idstr, sizeof(idstr));
 	if (verbose)
-		fprintf(stderr, "collrun: %d ranks, COLL_ID=%s\n", nranks, idstr);
+		fprintf(stderr, "collrun: %d ranks, id %s\n", nranks,
+			idfd ? "from --id-fd" : envid && *envid ?
+			"from COLL_ID" : "random");
 
 	ranks = calloc(nranks, sizeof(*ranks));
 	if (!ranks) {

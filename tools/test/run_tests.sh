@@ -38,7 +38,10 @@ check "collrun: 3 ranks ran" [ "$(wc -l < "$T/env")" -eq 3 ]
 check "collrun: ranks 0..2, world 3" [ "$(cut -d' ' -f1,2,3,4 "$T/env" | sort | tr '\n' ,)" = "0 0 3 3,1 1 3 3,2 2 3 3," ]
 check "collrun: one 32-hex id shared" [ "$(cut -d' ' -f5 "$T/env" | sort -u | grep -c '^[0-9a-f]\{32\}$')" -eq 1 ]
 id=00112233445566778899aabbccddeeff
-check "collrun: -i sets COLL_ID" [ "$(./collrun -n 2 -i $id sh -c 'echo $COLL_ID' | sort -u)" = $id ]
+check "collrun: COLL_ID from the environment" [ "$(COLL_ID=$id ./collrun -n 2 sh -c 'echo $COLL_ID' | sort -u)" = $id ]
+check "collrun: --id-fd reads the id" [ "$(echo " $id" | ./collrun -n 2 --id-fd 0 sh -c 'echo $COLL_ID' | sort -u)" = $id ]
+check "collrun: -i is refused (argv is public)" rc_is 125 ./collrun -n 1 -i $id true
+check "collrun: the id is not in the ranks' argv" [ -z "$(COLL_ID=$id ./collrun -n 1 sh -c 'cat /proc/$$/cmdline /proc/$PPID/cmdline | tr "\\0" " " | grep -o $COLL_ID')" ]
 check "collrun: exit status of the failing rank" rc_is 3 ./collrun -n 4 sh -c '[ $RANK = 2 ] && exit 3; sleep 30'
 check "collrun: names the failing rank" grep -q 'rank 2 .*exited with status 3' "$T/err"
 check "collrun: 128+signal" rc_is 139 ./collrun -n 2 sh -c '[ $RANK = 1 ] && kill -SEGV $$; sleep 30'
@@ -47,7 +50,8 @@ check "collrun: SIGKILL after 2 s for a rank ignoring SIGTERM" \
 	rc_is 1 ./collrun -n 2 sh -c 'trap "" TERM; [ $RANK = 0 ] && sleep 0.2 && exit 1; while :; do sleep 0.1; done'
 check "collrun: unexecutable program exits 127" rc_is 127 ./collrun -n 2 /nonexistent/prog
 check "collrun: bad -n exits 125" rc_is 125 ./collrun -n 0 true
-check "collrun: bad -i exits 125" rc_is 125 ./collrun -n 1 -i 123 true
+check "collrun: bad COLL_ID exits 125" rc_is 125 env COLL_ID=123 ./collrun -n 1 true
+check "collrun: bad --id-fd exits 125" rc_is 125 sh -c 'echo 123 | ./collrun -n 1 --id-fd 0 true'
 check "collrun: all succeed exits 0" rc_is 0 ./collrun -n 4 true
 
 # ------------------------------------------------------- coll_perf, no device
