@@ -426,20 +426,20 @@ static inline uint8_t pick16(uint64_t h, unsigned int m)
 }
 
 /*
- * FOR_PICKS runs @body for j = 0 .. @L - 1 with p the class index (< @m)
- * of element @j0 + j of the stream keyed @key: output o gives the picks of
- * elements 4o .. 4o+3, 16 bits each, from its low bits up.  FOR_RAW does
- * the same with v the element of type @T: output o gives elements
- * po .. po+p-1, p = 8 / sizeof(T), from its low bits up.  Generation and
- * use in one loop: under TCG every memory access costs far more than
- * arithmetic.
+ * FOR_PICKS runs @body for @j (the caller's size_t) = 0 .. @L - 1 with p
+ * the class index (< @m) of element @j0 + j of the stream keyed @key:
+ * output o gives the picks of elements 4o .. 4o+3, 16 bits each, from its
+ * low bits up.  FOR_RAW does the same with v the element of type @T:
+ * output o gives elements po .. po+p-1, p = 8 / sizeof(T), from its low
+ * bits up.  Generation and use in one loop: under TCG every memory access
+ * costs far more than arithmetic.
  */
-#define FOR_PICKS(key, j0, L, m, body)					\
+#define FOR_PICKS(j, key, j0, L, m, body)				\
 do {									\
 	uint64_t s_ = stream_seek((key), (j0) / 4), h_;			\
 	unsigned int k_ = (j0) % 4, m_ = (m), p;			\
-	size_t j = 0;							\
 									\
+	j = 0;								\
 	while (j < (L)) {						\
 		h_ = stream_next(&s_);					\
 		if (k_ == 0 && j + 4 <= (L)) {				\
@@ -458,14 +458,14 @@ do {									\
 	}								\
 } while (0)
 
-#define FOR_RAW(T, key, j0, L, body)					\
+#define FOR_RAW(j, T, key, j0, L, body)					\
 do {									\
 	const unsigned int per_ = 8 / sizeof(T);			\
 	uint64_t s_ = stream_seek((key), (j0) / per_), h_;		\
 	unsigned int k_ = (j0) % per_;					\
-	size_t j = 0;							\
 	T v;								\
 									\
+	j = 0;								\
 	while (j < (L)) {						\
 		h_ = stream_next(&s_);					\
 		if (k_ == 0 && j + per_ <= (L)) {			\
@@ -660,16 +660,19 @@ static void gen_input(const struct gen *g, int q, int chunk, size_t j0,
 		key = chunk_key(g->cseed, q, chunk);
 		switch (es) {
 		case 1:
-			FOR_RAW(uint8_t, key, j0, L, out[j] = v);
+			FOR_RAW(j, uint8_t, key, j0, L, out[j] = v);
 			break;
 		case 2:
-			FOR_RAW(uint16_t, key, j0, L, memcpy(out + 2 * j, &v, 2));
+			FOR_RAW(j, uint16_t, key, j0, L,
+				memcpy(out + 2 * j, &v, 2));
 			break;
 		case 4:
-			FOR_RAW(uint32_t, key, j0, L, memcpy(out + 4 * j, &v, 4));
+			FOR_RAW(j, uint32_t, key, j0, L,
+				memcpy(out + 4 * j, &v, 4));
 			break;
 		default:
-			FOR_RAW(uint64_t, key, j0, L, memcpy(out + 8 * j, &v, 8));
+			FOR_RAW(j, uint64_t, key, j0, L,
+				memcpy(out + 8 * j, &v, 8));
 			break;
 		}
 		break;
@@ -677,24 +680,24 @@ static void gen_input(const struct gen *g, int q, int chunk, size_t j0,
 		key = chunk_key(g->cseed, q, chunk);
 		switch (es) {
 		case 1:
-			FOR_PICKS(key, j0, L, g->m, out[j] = g->bits[p]);
+			FOR_PICKS(j, key, j0, L, g->m, out[j] = g->bits[p]);
 			break;
 		case 2:
-			FOR_PICKS(key, j0, L, g->m, {
+			FOR_PICKS(j, key, j0, L, g->m, {
 				uint16_t v = g->bits[p];
 
 				memcpy(out + 2 * j, &v, 2);
 			});
 			break;
 		case 4:
-			FOR_PICKS(key, j0, L, g->m, {
+			FOR_PICKS(j, key, j0, L, g->m, {
 				uint32_t v = g->bits[p];
 
 				memcpy(out + 4 * j, &v, 4);
 			});
 			break;
 		default:
-			FOR_PICKS(key, j0, L, g->m,
+			FOR_PICKS(j, key, j0, L, g->m,
 				  memcpy(out + 8 * j, &g->bits[p], 8));
 			break;
 		}
@@ -740,24 +743,26 @@ static void scratch_free(struct scratch *w)
 static void name(uint64_t *acc, uint64_t key, size_t j0, size_t L,	\
 		 int op, bool first)					\
 {									\
+	size_t j;							\
+									\
 	if (first) {							\
-		FOR_RAW(T, key, j0, L, acc[j] = (uint64_t)v);		\
+		FOR_RAW(j, T, key, j0, L, acc[j] = (uint64_t)v);	\
 		return;							\
 	}								\
 	switch (op) {							\
 	case COLL_PROD:							\
-		FOR_RAW(T, key, j0, L, acc[j] *= (uint64_t)v);		\
+		FOR_RAW(j, T, key, j0, L, acc[j] *= (uint64_t)v);	\
 		break;							\
 	case COLL_MIN:							\
-		FOR_RAW(T, key, j0, L,					\
+		FOR_RAW(j, T, key, j0, L,				\
 			if (v < (T)acc[j]) acc[j] = (uint64_t)v);	\
 		break;							\
 	case COLL_MAX:							\
-		FOR_RAW(T, key, j0, L,					\
+		FOR_RAW(j, T, key, j0, L,				\
 			if (v > (T)acc[j]) acc[j] = (uint64_t)v);	\
 		break;							\
 	default:							\
-		FOR_RAW(T, key, j0, L, acc[j] += (uint64_t)v);		\
+		FOR_RAW(j, T, key, j0, L, acc[j] += (uint64_t)v);	\
 		break;							\
 	}								\
 }
@@ -828,7 +833,7 @@ static void ref_block(const struct gen *g, int chunk, size_t j0, size_t L,
 			uint64_t key = chunk_key(g->cseed, r, chunk);
 
 			if (r == 0 && g->op != COLL_PROD) {
-				FOR_PICKS(key, j0, L, g->m, acc[j] = p);
+				FOR_PICKS(j, key, j0, L, g->m, acc[j] = p);
 				continue;
 			}
 			switch (g->op) {
@@ -836,19 +841,19 @@ static void ref_block(const struct gen *g, int chunk, size_t j0, size_t L,
 				if (r == 0)
 					for (j = 0; j < L; j++)
 						acc[j] = 1024;
-				FOR_PICKS(key, j0, L, g->m,
+				FOR_PICKS(j, key, j0, L, g->m,
 					  acc[j] = (acc[j] ^ pxor[p]) + padd[p]);
 				break;
 			case COLL_MIN:
-				FOR_PICKS(key, j0, L, g->m,
+				FOR_PICKS(j, key, j0, L, g->m,
 					  if (p < acc[j]) acc[j] = p);
 				break;
 			case COLL_MAX:
-				FOR_PICKS(key, j0, L, g->m,
+				FOR_PICKS(j, key, j0, L, g->m,
 					  if (p > acc[j]) acc[j] = p);
 				break;
 			default:
-				FOR_PICKS(key, j0, L, g->m, acc[j] += p);
+				FOR_PICKS(j, key, j0, L, g->m, acc[j] += p);
 				break;
 			}
 		}
@@ -889,9 +894,9 @@ static void ref_block(const struct gen *g, int chunk, size_t j0, size_t L,
 		if (g->kind != GEN_CLASS)
 			fold_int(g->dtype, acc, key, j0, L, g->op, r == 0);
 		else if (r == 0)	/* PROD of small integers */
-			FOR_PICKS(key, j0, L, g->m, acc[j] = g->bits[p]);
+			FOR_PICKS(j, key, j0, L, g->m, acc[j] = g->bits[p]);
 		else
-			FOR_PICKS(key, j0, L, g->m, acc[j] *= g->bits[p]);
+			FOR_PICKS(j, key, j0, L, g->m, acc[j] *= g->bits[p]);
 	}
 	if (g->op == COLL_AVG) {
 		for (j = 0; j < L; j++) {
