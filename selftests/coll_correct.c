@@ -976,6 +976,8 @@ struct rarg {
 	int test;		/* a primitive, or TEST_NONBLOCKING */
 	bool matrix;		/* the matrix of @test instead of the sweep */
 	unsigned int variant_off;
+	int algo;		/* every call's algorithm, or -1: rotate */
+	bool no_huge;		/* no 64 MiB AllReduce part */
 	uint64_t seed;
 	coll_id_t id;
 	struct shm *shm;
@@ -1643,7 +1645,7 @@ static void rotate(struct rctx *c, struct callp *p, int prim, int dtype,
 	p->dtype = dtype;
 	p->op = prim_reduces(prim) ? op : -1;
 	p->count = count;
-	p->algo = x % COLL_ALGO_MAX;
+	p->algo = c->a->algo >= 0 ? c->a->algo : (int)(x % COLL_ALGO_MAX);
 	p->inplace = (x / 4) % 2;
 	p->root = prim_rooted(prim) ? roots[(x / 8) % 3] : 0;
 	p->null_unused = (x / 24) % 2;
@@ -1695,7 +1697,7 @@ static int sweep(struct rctx *c, int prim)
 	t1 = st_now_ns();
 
 	if (prim == COLL_ALLREDUCE && (c->n == 2 || c->n == 4) &&
-	    huge_enabled()) {
+	    !c->a->no_huge && huge_enabled()) {
 		static const int hdt[] = { COLL_FP32, COLL_INT32 };
 		unsigned int i, algo;
 
@@ -1772,7 +1774,8 @@ static int barrier_test(struct rctx *c)
 	for (i = 0; i < NBARRIERS; i++) {
 		uint64_t h = mix64(c->a->seed ^ ((uint64_t)i << 8) ^ c->rank);
 
-		p.algo = (i + c->a->variant_off) % COLL_ALGO_MAX;
+		p.algo = c->a->algo >= 0 ? c->a->algo :
+			 (int)((i + c->a->variant_off) % COLL_ALGO_MAX);
 		p.k = i;
 		r = coll_comm_set_algo(c->comm, p.algo);
 		if (r) {
@@ -2122,7 +2125,7 @@ FIXTURE_TEARDOWN(correct)
  * Bytes of the largest reference of an AllReduce or Reduce sweep: the
  * result of the largest count, or for float AVG one double per element.
  */
-static size_t share_bytes(int prim, int n)
+static size_t share_bytes(int prim, int n, bool no_huge)
 {
 	size_t max = 0, b;
 	int dt;
@@ -2132,8 +2135,8 @@ static size_t share_bytes(int prim, int n)
 		    (dts[dt].fp ? sizeof(double) : dts[dt].es);
 		max = b > max ? b : max;
 	}
-	if (prim == COLL_ALLREDUCE && huge_enabled() && (n == 2 || n == 4) &&
-	    HUGE_BYTES > max)
+	if (prim == COLL_ALLREDUCE && !no_huge && huge_enabled() &&
+	    (n == 2 || n == 4) && HUGE_BYTES > max)
 		max = HUGE_BYTES;
 	return max;
 }
@@ -2141,14 +2144,22 @@ static size_t share_bytes(int prim, int n)
 /* The 6.1 harness runs the test body even when the setup SKIPped. */
 #define SKIP_IF_SETUP_SKIPPED() do { if (_metadata->skip) return; } while (0)
 
-static void run_ranks(struct __test_metadata *_metadata, int nranks, int test,
-		      bool matrix)
+/*
+ * Forks @nranks ranks running @test (the matrix of it if @matrix) with
+ * every call's algorithm @algo (-1: rotate), the rotation started at
+ * @off, the 64 MiB AllReduce part left out if @no_huge.
+ */
+static void run_ranks_opt(struct __test_metadata *_metadata, int nranks,
+			  int test, bool matrix, int algo, unsigned int off,
+			  bool no_huge)
 {
 	struct rarg a = {
 		.n = nranks,
 		.test = test,
 		.matrix = matrix,
-		.variant_off = nranks * 7,
+		.variant_off = off,
+		.algo = algo,
+		.no_huge = no_huge,
 		.seed = test_seed(),
 	};
 	struct st_ranks rk;
@@ -2159,7 +2170,7 @@ static void run_ranks(struct __test_metadata *_metadata, int nranks, int test,
 	ASSERT_NE(NULL, a.shm);
 	if ((test == COLL_ALLREDUCE || test == COLL_REDUCE) && !matrix &&
 	    nranks > 1) {
-		a.share_bytes = share_bytes(test, nranks);
+		a.share_bytes = share_bytes(test, nranks, no_huge);
 		a.share = st_shared(2 * a.share_bytes);
 		if (!a.share)	/* then every rank computes it all */
 			a.share_bytes = 0;
@@ -2186,6 +2197,12 @@ static void run_ranks(struct __test_metadata *_metadata, int nranks, int test,
 	if (a.share)
 		munmap(a.share, 2 * a.share_bytes);
 	ASSERT_EQ(0, bad);
+}
+
+static void run_ranks(struct __test_metadata *_metadata, int nranks, int test,
+		      bool matrix)
+{
+	run_ranks_opt(_metadata, nranks, test, matrix, -1, nranks * 7, false);
 }
 
 #define PRIM_TEST(name, prim)						\
@@ -2247,6 +2264,229 @@ MATRIX_TEST(broadcast, COLL_BROADCAST)
 MATRIX_TEST(scatter, COLL_SCATTER)
 MATRIX_TEST(gather, COLL_GATHER)
 MATRIX_TEST(alltoall, COLL_ALLTOALL)
+
+/*
+ * The executor paths, forced through the module's parameters for the
+ * sweep of every primitive (without the 64 MiB part), 2 and 4 ranks:
+ *  - solo: solo_bytes = 0xffffffff, every collective is run by the last
+ *    rank to arrive, alone;
+ *  - coop: solo_bytes = 0, every collective with work is run
+ *    cooperatively by all the ranks' threads;
+ *  - ring: ring_chunk_bytes = exec_chunk_bytes = 4096, solo_bytes = 0,
+ *    every call's algorithm ring: many slabs (up to the module's cap)
+ *    and many small units of work claimed by the threads.
+ * The setup writes the parameters (after reading the values they had)
+ * before any rank is spawned and the teardown puts the old values back,
+ * also when the test failed; a parameter that cannot be written SKIPs.
+ * If the program is killed before a teardown could run, its exit puts
+ * back the values it found at start (params_restore_at_exit).
+ */
+#define PARAM_DIR	"/sys/module/collective/parameters"
+
+enum { PRM_SOLO, PRM_EXEC_CHUNK, PRM_RING_CHUNK, PRM_NUM };
+
+static const char *const param_names[PRM_NUM] = {
+	"solo_bytes", "exec_chunk_bytes", "ring_chunk_bytes",
+};
+
+/* 0 or -errno; the value without its newline. */
+static int param_read(const char *name, char *buf, size_t len)
+{
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), PARAM_DIR "/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return n;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+static int param_write(const char *name, const char *val)
+{
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), PARAM_DIR "/%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	if (n < 0)
+		n = -errno;
+	else if ((size_t)n != strlen(val))
+		n = -EIO;
+	close(fd);
+	return n < 0 ? n : 0;
+}
+
+/* What the parameters were when the program started, for its exit. */
+static struct {
+	pid_t pid;
+	bool have[PRM_NUM];
+	char val[PRM_NUM][32];
+} params_at_start;
+
+static void __attribute__((constructor)) params_record(void)
+{
+	int i;
+
+	params_at_start.pid = getpid();
+	for (i = 0; i < PRM_NUM; i++)
+		params_at_start.have[i] =
+			!param_read(param_names[i], params_at_start.val[i],
+				    sizeof(params_at_start.val[i]));
+}
+
+static void __attribute__((destructor)) params_restore_at_exit(void)
+{
+	char cur[32];
+	int i;
+
+	if (getpid() != params_at_start.pid)
+		return;
+	for (i = 0; i < PRM_NUM; i++) {
+		if (!params_at_start.have[i] ||
+		    param_read(param_names[i], cur, sizeof(cur)) ||
+		    !strcmp(cur, params_at_start.val[i]))
+			continue;
+		fprintf(stderr, "# %s was left at %s: restoring %s\n",
+			param_names[i], cur, params_at_start.val[i]);
+		param_write(param_names[i], params_at_start.val[i]);
+	}
+}
+
+FIXTURE(paths) {
+	unsigned int set;		/* parameters written (bits) */
+	char old[PRM_NUM][32];		/* their values before */
+};
+
+FIXTURE_VARIANT(paths) {
+	int nranks;
+	long long val[PRM_NUM];		/* -1: leave alone */
+	int algo;			/* every call's, or -1: rotate */
+	unsigned int off;		/* rotation start */
+};
+
+#define SOLO_ALL	0xffffffffLL
+
+FIXTURE_VARIANT_ADD(paths, solo_ranks2) {
+	.nranks = 2, .val = { SOLO_ALL, -1, -1 }, .algo = -1, .off = 1,
+};
+FIXTURE_VARIANT_ADD(paths, solo_ranks4) {
+	.nranks = 4, .val = { SOLO_ALL, -1, -1 }, .algo = -1, .off = 5,
+};
+FIXTURE_VARIANT_ADD(paths, coop_ranks2) {
+	.nranks = 2, .val = { 0, -1, -1 }, .algo = -1, .off = 2,
+};
+FIXTURE_VARIANT_ADD(paths, coop_ranks4) {
+	.nranks = 4, .val = { 0, -1, -1 }, .algo = -1, .off = 6,
+};
+FIXTURE_VARIANT_ADD(paths, ring_ranks2) {
+	.nranks = 2, .val = { 0, 4096, 4096 }, .algo = COLL_ALGO_RING,
+	.off = 3,
+};
+FIXTURE_VARIANT_ADD(paths, ring_ranks4) {
+	.nranks = 4, .val = { 0, 4096, 4096 }, .algo = COLL_ALGO_RING,
+	.off = 7,
+};
+
+static void paths_restore(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(paths) *self)
+{
+	int i, r;
+
+	for (i = 0; i < PRM_NUM; i++) {
+		if (!(self->set & (1u << i)))
+			continue;
+		r = param_write(param_names[i], self->old[i]);
+		/* not EXPECT: after a failed ASSERT its TH_LOG always prints */
+		if (r) {
+			TH_LOG("restoring %s/%s to %s: %s", PARAM_DIR,
+			       param_names[i], self->old[i], strerror(-r));
+			_metadata->passed = 0;
+		}
+		self->set &= ~(1u << i);
+	}
+}
+
+FIXTURE_SETUP(paths)
+{
+	int fd = st_dev_open(), i, r;
+	char val[32];
+
+	if (fd < 0)
+		SKIP(return, "%s: %s (module not loaded?)", st_dev_path(),
+		     strerror(-fd));
+	close(fd);
+	/* Read each old value and write it back: is it writable at all? */
+	for (i = 0; i < PRM_NUM; i++) {
+		if (variant->val[i] < 0)
+			continue;
+		r = param_read(param_names[i], self->old[i],
+			       sizeof(self->old[i]));
+		if (!r)
+			r = param_write(param_names[i], self->old[i]);
+		if (r)
+			SKIP(return, "%s/%s not writable: %s", PARAM_DIR,
+			     param_names[i], strerror(-r));
+	}
+	for (i = 0; i < PRM_NUM; i++) {
+		char back[32] = "";
+
+		if (variant->val[i] < 0)
+			continue;
+		snprintf(val, sizeof(val), "%lld", variant->val[i]);
+		r = param_write(param_names[i], val);
+		if (!r) {
+			self->set |= 1u << i;
+			r = param_read(param_names[i], back, sizeof(back));
+			if (!r && strcmp(back, val))
+				r = -EINVAL;	/* did not take */
+		}
+		if (r) {
+			/* no teardown after a failed setup: undo here */
+			paths_restore(_metadata, self);
+			ASSERT_EQ(0, r) TH_LOG("%s/%s = %s (reads back \"%s\"): %s",
+					       PARAM_DIR, param_names[i], val,
+					       back, strerror(-r));
+		}
+	}
+}
+
+FIXTURE_TEARDOWN(paths)
+{
+	paths_restore(_metadata, self);
+}
+
+#define PATHS_TEST(name, prim)						\
+	TEST_F_TIMEOUT(paths, name, TEST_TIMEOUT_S)			\
+	{								\
+		SKIP_IF_SETUP_SKIPPED();				\
+		run_ranks_opt(_metadata, variant->nranks, prim, false,	\
+			      variant->algo, variant->off, true);	\
+	}
+
+PATHS_TEST(allreduce, COLL_ALLREDUCE)
+PATHS_TEST(reduce, COLL_REDUCE)
+PATHS_TEST(reducescatter, COLL_REDUCESCATTER)
+PATHS_TEST(allgather, COLL_ALLGATHER)
+PATHS_TEST(broadcast, COLL_BROADCAST)
+PATHS_TEST(scatter, COLL_SCATTER)
+PATHS_TEST(gather, COLL_GATHER)
+PATHS_TEST(alltoall, COLL_ALLTOALL)
+PATHS_TEST(barrier, COLL_BARRIER)
+PATHS_TEST(nonblocking, TEST_NONBLOCKING)
 
 /*
  * The test's own arithmetic, no device needed: half/bfloat16 conversions
