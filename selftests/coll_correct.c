@@ -67,6 +67,10 @@
  * with the offsets of the sweep for those sizes.  Only whether an unused
  * buffer is passed as NULL still rotates.
  *
+ * The paths tests (nranks 2 and 4) run the sweep, without the 64 MiB part,
+ * with each executor path forced through the module's parameters: solo,
+ * cooperative, and ring with 4 KiB chunks (see FIXTURE(paths)).
+ *
  * COLL_SEED=<hex> repeats a run; COLL_CORRECT_BIG=0 skips the 64 MiB part.
  * COLL_CORRECT_MAXBYTES=<n> (for slow debug kernels) makes "big" n bytes
  * instead of 1 MiB, and skips the 64 MiB part when n < 64 MiB; the fixed
