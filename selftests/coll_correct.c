@@ -17,12 +17,25 @@
  *
  * Inputs.  Element j of chunk c of rank q's send buffer (chunks are the
  * count-sized pieces of a count * nranks buffer) is a function of (seed,
- * call, q, c, j % PERIOD).  Reducing the inputs of all ranks costs nranks
- * element generations per element, which would dominate the run time in a
- * TCG guest, so inputs repeat with a prime period of PERIOD elements: the
- * reference is computed for one period and the output compared period by
- * period (an element moved by a multiple of PERIOD would go unnoticed;
- * sizes up to 4099 do not repeat at all).
+ * call, q, c, j) that never repeats within a buffer:
+ *  - data movement (no op) of 32- and 64-bit types: the element's bits
+ *    are a bijection, keyed by the call, of its position
+ *    (q * nranks + c) * count + j, so every element of a call is distinct
+ *    and names its rank, chunk and index (a wrong element is reported
+ *    with the input it is, if any).  32-bit types take positions modulo
+ *    2^32: unique while nranks^2 * count < 2^32, as everywhere here.
+ *  - everything else (8- and 16-bit movement, reductions): a counter-based
+ *    stream keyed by (seed, call, q, c) (wyrand: one 64x64->128-bit
+ *    multiply per 64 bits, period 2^64), whose bytes are the elements, or
+ *    whose 16-bit picks choose each element from its value class below.
+ * Results are compared element by element with a reference computed over
+ * the whole buffer, a block at a time, generating each rank's stream in
+ * turn; float classes are reduced as integers (class indexes), so the
+ * reference needs no float arithmetic, which TCG may emulate in software.
+ * AllReduce and Reduce of >= SHARE_MIN elements share the work: each rank
+ * computes 1/nranks of the reference into memory shared by the ranks,
+ * and after an out-of-band barrier every rank with a result compares it
+ * with all of the reference.
  *
  * Values are chosen so that results are exact:
  *  - integers: SUM, MIN, MAX, AVG take the full range of the type (sums
@@ -54,6 +67,10 @@
  * with the offsets of the sweep for those sizes.  Only whether an unused
  * buffer is passed as NULL still rotates.
  *
+ * The paths tests (nranks 2 and 4) run the sweep, without the 64 MiB part,
+ * with each executor path forced through the module's parameters: solo,
+ * cooperative, and ring with 4 KiB chunks (see FIXTURE(paths)).
+ *
  * COLL_SEED=<hex> repeats a run; COLL_CORRECT_BIG=0 skips the 64 MiB part.
  * COLL_CORRECT_MAXBYTES=<n> (for slow debug kernels) makes "big" n bytes
  * instead of 1 MiB, and skips the 64 MiB part when n < 64 MiB; the fixed
@@ -65,7 +82,6 @@
 #include <libcollective.h>
 #include "kselftest_harness.h"
 
-#define PERIOD		16381		/* prime */
 #define GUARD		256		/* bytes checked on each side */
 #define PAGE		4096UL
 #define POISON_RECV	0xa5
@@ -324,14 +340,58 @@ static inline uint64_t mix64(uint64_t z)
 	return z ^ (z >> 31);
 }
 
-static inline uint64_t elem_hash(uint64_t key, size_t j)
+static inline uint32_t fmix32(uint32_t h)
 {
-	return mix64(key + (j + 1) * 0x9e3779b97f4a7c15ULL);
+	h ^= h >> 16;
+	h *= 0x85ebca6bU;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35U;
+	return h ^ (h >> 16);
 }
 
-static inline unsigned int pick(uint64_t h, unsigned int m)
+/* The inverses, to say where an unexpected element came from. */
+static uint64_t inv_mul64(uint64_t a)	/* a odd: a * x == 1 mod 2^64 */
 {
-	return (unsigned int)(((h >> 32) * m) >> 32);
+	uint64_t x = a;			/* right in the low 3 bits */
+	int i;
+
+	for (i = 0; i < 5; i++)
+		x *= 2 - a * x;
+	return x;
+}
+
+static uint64_t unxorshift64(uint64_t y, unsigned int s)
+{
+	uint64_t x = y;
+	unsigned int i;
+
+	for (i = s; i < 64; i += s)
+		x = y ^ (x >> s);
+	return x;
+}
+
+static uint32_t unxorshift32(uint32_t y, unsigned int s)
+{
+	uint32_t x = y;
+	unsigned int i;
+
+	for (i = s; i < 32; i += s)
+		x = y ^ (x >> s);
+	return x;
+}
+
+static uint64_t unmix64(uint64_t z)
+{
+	z = unxorshift64(z, 31) * inv_mul64(0x94d049bb133111ebULL);
+	z = unxorshift64(z, 27) * inv_mul64(0xbf58476d1ce4e5b9ULL);
+	return unxorshift64(z, 30);
+}
+
+static uint32_t unfmix32(uint32_t h)
+{
+	h = unxorshift32(h, 16) * (uint32_t)inv_mul64(0xc2b2ae35U);
+	h = unxorshift32(h, 13) * (uint32_t)inv_mul64(0x85ebca6bU);
+	return unxorshift32(h, 16);
 }
 
 /* Key of chunk @chunk of rank @rank's input in the call seeded @cseed. */
@@ -341,16 +401,122 @@ static uint64_t chunk_key(uint64_t cseed, int rank, int chunk)
 				   (uint32_t)(chunk + 1)));
 }
 
+/*
+ * Output @o of the stream keyed @key (wyrand: a counter through a 64x64 ->
+ * 128-bit multiply).  Counter-based, so any stretch of a stream can be
+ * generated on its own, and its period is 2^64 outputs.
+ */
+#define STREAM_GAMMA	0xa0761d6478bd642fULL
+#define STREAM_XOR	0xe7037ed1a0b428dbULL
+
+static inline uint64_t stream_next(uint64_t *s)
+{
+	unsigned __int128 m;
+
+	*s += STREAM_GAMMA;
+	m = (unsigned __int128)*s * (*s ^ STREAM_XOR);
+	return (uint64_t)(m >> 64) ^ (uint64_t)m;
+}
+
+/* The stream's state just before output @o. */
+static inline uint64_t stream_seek(uint64_t key, uint64_t o)
+{
+	return key + o * STREAM_GAMMA;
+}
+
+static inline uint8_t pick16(uint64_t h, unsigned int m)
+{
+	return (uint8_t)(((h & 0xffff) * m) >> 16);
+}
+
+/*
+ * FOR_PICKS runs @body for @j (the caller's size_t) = 0 .. @L - 1 with p
+ * the class index (< @m) of element @j0 + j of the stream keyed @key:
+ * output o gives the picks of elements 4o .. 4o+3, 16 bits each, from its
+ * low bits up.  FOR_RAW does the same with v the element of type @T:
+ * output o gives elements po .. po+p-1, p = 8 / sizeof(T), from its low
+ * bits up.  Generation and use in one loop: under TCG every memory access
+ * costs far more than arithmetic.
+ */
+#define FOR_PICKS(j, key, j0, L, m, body)				\
+do {									\
+	uint64_t s_ = stream_seek((key), (j0) / 4), h_;			\
+	unsigned int k_ = (j0) % 4, m_ = (m), p;			\
+									\
+	j = 0;								\
+	while (j < (L)) {						\
+		h_ = stream_next(&s_);					\
+		if (k_ == 0 && j + 4 <= (L)) {				\
+			p = pick16(h_, m_); body; j++;			\
+			p = pick16(h_ >> 16, m_); body; j++;		\
+			p = pick16(h_ >> 32, m_); body; j++;		\
+			p = pick16(h_ >> 48, m_); body; j++;		\
+			continue;					\
+		}							\
+		for (h_ >>= 16 * k_; k_ < 4 && j < (L);			\
+		     k_++, j++, h_ >>= 16) {				\
+			p = pick16(h_, m_);				\
+			body;						\
+		}							\
+		k_ = 0;							\
+	}								\
+} while (0)
+
+#define FOR_RAW(j, T, key, j0, L, body)					\
+do {									\
+	const unsigned int per_ = 8 / sizeof(T);			\
+	uint64_t s_ = stream_seek((key), (j0) / per_), h_;		\
+	unsigned int k_ = (j0) % per_;					\
+	T v;								\
+									\
+	j = 0;								\
+	while (j < (L)) {						\
+		h_ = stream_next(&s_);					\
+		if (k_ == 0 && j + per_ <= (L)) {			\
+			for (k_ = 0; k_ < per_; k_++, j++) {		\
+				v = (T)h_;				\
+				h_ >>= 8 * sizeof(T) % 64;		\
+				body;					\
+			}						\
+		} else {						\
+			for (h_ >>= 8 * sizeof(T) * k_ % 64;		\
+			     k_ < per_ && j < (L); k_++, j++) {		\
+				v = (T)h_;				\
+				h_ >>= 8 * sizeof(T) % 64;		\
+				body;					\
+			}						\
+		}							\
+		k_ = 0;							\
+	}								\
+} while (0)
+
 #define GEN_MAXVALS 201
+/* float results: SUM of up to COLL_ST_MAX_RANKS values in [-8, 8] */
+#define GEN_MAXRES (16 * COLL_ST_MAX_RANKS + 1)
+
+enum gen_kind {
+	GEN_UNIQ,		/* movement, 32/64-bit: a bijection of the position */
+	GEN_RAW,		/* the stream's bytes */
+	GEN_CLASS,		/* values of a class picked by the stream */
+};
 
 struct gen {
 	int dtype;
 	int op;			/* enum coll_redop, or -1: no reduction */
 	unsigned int es;
-	bool raw;		/* element = low bits of the hash */
+	enum gen_kind kind;
 	unsigned int m;		/* values in the class */
 	uint64_t bits[GEN_MAXVALS];	/* their encodings */
 	double dv[GEN_MAXVALS];		/* their values */
+	/* the call (gen_bind) */
+	uint64_t cseed;
+	uint64_t ukey;		/* GEN_UNIQ */
+	int n;
+	size_t count;
+	/* float reductions: every possible result (see res_index()) */
+	unsigned int nres;
+	uint64_t rbits[GEN_MAXRES];
+	double rdv[GEN_MAXRES];
 };
 
 static void gen_init(struct gen *g, int dtype, int op)
@@ -364,10 +530,15 @@ static void gen_init(struct gen *g, int dtype, int op)
 	g->dtype = dtype;
 	g->op = op;
 	g->es = d->es;
-	if (op < 0 || (!d->fp && op != COLL_PROD)) {
-		g->raw = true;
+	if (op < 0) {
+		g->kind = d->es >= 4 ? GEN_UNIQ : GEN_RAW;
 		return;
 	}
+	if (!d->fp && op != COLL_PROD) {
+		g->kind = GEN_RAW;
+		return;
+	}
+	g->kind = GEN_CLASS;
 	if (!d->fp) {
 		g->m = ARRAY_SIZE(iprod);
 		for (i = 0; i < g->m; i++) {
@@ -398,113 +569,369 @@ static void gen_init(struct gen *g, int dtype, int op)
 		g->bits[i] = encode_fp(dtype, g->dv[i]);
 }
 
-static inline uint64_t gen_bits(const struct gen *g, uint64_t key, size_t j)
+/* The call the inputs are for: its seed, nranks and count. */
+static void gen_bind(struct gen *g, uint64_t cseed, int n, size_t count)
 {
-	uint64_t h = elem_hash(key, j);
+	unsigned int r, span = 2 * n + 1;
 
-	return g->raw ? h : g->bits[pick(h, g->m)];
+	g->cseed = cseed;
+	g->ukey = mix64(cseed ^ 0x756e697175650000ULL);
+	g->n = n;
+	g->count = count;
+	g->nres = 0;
+	if (g->kind != GEN_CLASS || !dts[g->dtype].fp)
+		return;
+	switch (g->op) {
+	case COLL_SUM:
+	case COLL_AVG:
+		g->nres = 16 * n + 1;
+		for (r = 0; r < g->nres; r++)
+			g->rdv[r] = (double)r - 8 * n;
+		break;
+	case COLL_PROD:
+		g->nres = 2 * span;
+		for (r = 0; r < g->nres; r++)
+			g->rdv[r] = (r < span ? 1 : -1) *
+				    ldexp(1, (int)(r % span) - n);
+		break;
+	default:
+		g->nres = 201;
+		for (r = 0; r < g->nres; r++)
+			g->rdv[r] = (double)r - 100;
+		break;
+	}
+	for (r = 0; r < g->nres; r++)
+		g->rbits[r] = encode_fp(g->dtype, g->rdv[r]);
 }
 
-static inline double gen_d(const struct gen *g, uint64_t key, size_t j)
+/*
+ * GEN_UNIQ: element j of chunk c of rank q is at position
+ * (q * n + c) * count + j, which no other element of the call shares; its
+ * bits are a bijection (keyed by the call) of that position.
+ */
+static inline uint64_t uniq_pos(const struct gen *g, int q, int chunk,
+				size_t j)
 {
-	return g->dv[pick(elem_hash(key, j), g->m)];
+	return ((uint64_t)q * g->n + chunk) * g->count + j;
 }
 
-static void gen_table(const struct gen *g, uint64_t key, void *out, size_t L)
+static inline uint64_t uniq_bits(const struct gen *g, uint64_t t)
 {
+	if (g->es == 8)
+		return mix64(t ^ g->ukey);
+	return fmix32((uint32_t)t ^ (uint32_t)g->ukey) ^
+	       (uint32_t)(g->ukey >> 32);
+}
+
+/* The position whose bits are @v (modulo 2^32 for 32-bit types). */
+static uint64_t uniq_unbits(const struct gen *g, uint64_t v)
+{
+	if (g->es == 8)
+		return unmix64(v) ^ g->ukey;
+	return unfmix32((uint32_t)v ^ (uint32_t)(g->ukey >> 32)) ^
+	       (uint32_t)g->ukey;
+}
+
+/*
+ * Elements @j0 .. @j0 + @L - 1 of chunk @chunk of rank @q's input, as bits
+ * at @out (L * es bytes).
+ */
+static void gen_input(const struct gen *g, int q, int chunk, size_t j0,
+		      size_t L, uint8_t *out)
+{
+	unsigned int es = g->es;
+	uint64_t t, key;
 	size_t j;
 
-	switch (g->es) {
-	case 1: {
-		uint8_t *o = out;
+	switch (g->kind) {
+	case GEN_UNIQ:
+		t = uniq_pos(g, q, chunk, j0);
+		if (es == 8) {
+			for (j = 0; j < L; j++) {
+				uint64_t v = uniq_bits(g, t + j);
 
-		for (j = 0; j < L; j++)
-			o[j] = gen_bits(g, key, j);
+				memcpy(out + 8 * j, &v, 8);
+			}
+		} else {
+			for (j = 0; j < L; j++) {
+				uint32_t v = uniq_bits(g, t + j);
+
+				memcpy(out + 4 * j, &v, 4);
+			}
+		}
+		break;
+	case GEN_RAW:
+		key = chunk_key(g->cseed, q, chunk);
+		switch (es) {
+		case 1:
+			FOR_RAW(j, uint8_t, key, j0, L, out[j] = v);
+			break;
+		case 2:
+			FOR_RAW(j, uint16_t, key, j0, L,
+				memcpy(out + 2 * j, &v, 2));
+			break;
+		case 4:
+			FOR_RAW(j, uint32_t, key, j0, L,
+				memcpy(out + 4 * j, &v, 4));
+			break;
+		default:
+			FOR_RAW(j, uint64_t, key, j0, L,
+				memcpy(out + 8 * j, &v, 8));
+			break;
+		}
+		break;
+	default:
+		key = chunk_key(g->cseed, q, chunk);
+		switch (es) {
+		case 1:
+			FOR_PICKS(j, key, j0, L, g->m, out[j] = g->bits[p]);
+			break;
+		case 2:
+			FOR_PICKS(j, key, j0, L, g->m, {
+				uint16_t v = g->bits[p];
+
+				memcpy(out + 2 * j, &v, 2);
+			});
+			break;
+		case 4:
+			FOR_PICKS(j, key, j0, L, g->m, {
+				uint32_t v = g->bits[p];
+
+				memcpy(out + 4 * j, &v, 4);
+			});
+			break;
+		default:
+			FOR_PICKS(j, key, j0, L, g->m,
+				  memcpy(out + 8 * j, &g->bits[p], 8));
+			break;
+		}
 		break;
 	}
-	case 2: {
-		uint16_t *o = out;
+}
 
-		for (j = 0; j < L; j++)
-			o[j] = gen_bits(g, key, j);
-		break;
-	}
-	case 4: {
-		uint32_t *o = out;
+/* Elements generated, reduced and compared at a time. */
+#define BLK		4096
 
-		for (j = 0; j < L; j++)
-			o[j] = gen_bits(g, key, j);
-		break;
-	}
-	default: {
-		uint64_t *o = out;
+struct scratch {
+	uint8_t *want;		/* BLK elements: expected bits */
+	uint64_t *acc;		/* BLK integer partial results */
+	uint32_t *acc32;	/* BLK float partial results (class indexes) */
+	double *accd;		/* BLK: AVG's reference */
+};
 
-		for (j = 0; j < L; j++)
-			o[j] = gen_bits(g, key, j);
-		break;
-	}
+static int scratch_alloc(struct scratch *w)
+{
+	w->want = malloc(BLK * 8);
+	w->acc = malloc(BLK * sizeof(*w->acc));
+	w->acc32 = malloc(BLK * sizeof(*w->acc32));
+	w->accd = malloc(BLK * sizeof(*w->accd));
+	return w->want && w->acc && w->acc32 && w->accd ? 0 : -1;
+}
+
+static void scratch_free(struct scratch *w)
+{
+	free(w->want);
+	free(w->acc);
+	free(w->acc32);
+	free(w->accd);
+	memset(w, 0, sizeof(*w));
+}
+
+/*
+ * Integers, one rank's elements @j0 .. @j0 + @L - 1 (of the stream keyed
+ * @key) folded into @acc: in 64 bits with the element's sign extension;
+ * sums and products wrap, and their low bits are those of the element
+ * type's wrapping arithmetic.
+ */
+#define DEFINE_FOLD(name, T)						\
+static void name(uint64_t *acc, uint64_t key, size_t j0, size_t L,	\
+		 int op, bool first)					\
+{									\
+	size_t j;							\
+									\
+	if (first) {							\
+		FOR_RAW(j, T, key, j0, L, acc[j] = (uint64_t)v);	\
+		return;							\
+	}								\
+	switch (op) {							\
+	case COLL_PROD:							\
+		FOR_RAW(j, T, key, j0, L, acc[j] *= (uint64_t)v);	\
+		break;							\
+	case COLL_MIN:							\
+		FOR_RAW(j, T, key, j0, L,				\
+			if (v < (T)acc[j]) acc[j] = (uint64_t)v);	\
+		break;							\
+	case COLL_MAX:							\
+		FOR_RAW(j, T, key, j0, L,				\
+			if (v > (T)acc[j]) acc[j] = (uint64_t)v);	\
+		break;							\
+	default:							\
+		FOR_RAW(j, T, key, j0, L, acc[j] += (uint64_t)v);	\
+		break;							\
+	}								\
+}
+
+DEFINE_FOLD(fold_i8, int8_t)
+DEFINE_FOLD(fold_u8, uint8_t)
+DEFINE_FOLD(fold_i32, int32_t)
+DEFINE_FOLD(fold_u32, uint32_t)
+DEFINE_FOLD(fold_i64, int64_t)
+DEFINE_FOLD(fold_u64, uint64_t)
+
+static void fold_int(int dtype, uint64_t *acc, uint64_t key, size_t j0,
+		     size_t L, int op, bool first)
+{
+	switch (dtype) {
+	case COLL_INT8: fold_i8(acc, key, j0, L, op, first); break;
+	case COLL_UINT8: fold_u8(acc, key, j0, L, op, first); break;
+	case COLL_INT32: fold_i32(acc, key, j0, L, op, first); break;
+	case COLL_UINT32: fold_u32(acc, key, j0, L, op, first); break;
+	case COLL_INT64: fold_i64(acc, key, j0, L, op, first); break;
+	default: fold_u64(acc, key, j0, L, op, first); break;
 	}
 }
 
 /*
- * Reference of one period: element j of op over ranks 0..n-1 of the chunk
- * keyed keys[r].  Floats: exact in double (see the top of the file), AVG
- * left in @outd as double.  Integers: in the element type, wrapping.
+ * Floats are reduced over their class indexes, in integers (no float
+ * arithmetic, which TCG may emulate in software): SUM and AVG add the
+ * indexes (value = index - 8), MIN and MAX take the least or greatest
+ * index (value = index - 100), PROD tracks sign and power of two
+ * (+-0.5, +-1, +-2) as (negative << 16) + 1024 + exponent.  res_index()
+ * turns the result into an index of g->rdv[] and g->rbits[].
  */
-static void ref_reduce(const struct gen *g, const uint64_t *keys, int n,
-		       size_t L, uint8_t *out, double *outd)
+static const int8_t fprod_exp[] = { 1, 0, -1, -1, 0, 1 };
+
+static inline unsigned int res_index(const struct gen *g, uint32_t acc)
+{
+	if (g->op == COLL_PROD)
+		return (acc >> 16) * (2 * g->n + 1) + (acc & 0xffff) - 1024 +
+		       g->n;
+	return acc;
+}
+
+/*
+ * Reference for elements @j0 .. @j0 + @L - 1 of the reduction over all
+ * g->n ranks of chunk @chunk, each rank's input generated in turn.
+ * Floats: exact (see the top of the file), encoded into w->want, but AVG
+ * left in w->accd as double.  Integers: in the element type, wrapping,
+ * into w->want.
+ */
+static void ref_block(const struct gen *g, int chunk, size_t j0, size_t L,
+		      struct scratch *w)
 {
 	const struct dtinfo *d = &dts[g->dtype];
 	unsigned int es = g->es;
+	int n = g->n, r;
 	size_t j;
-	int r;
 
-	for (j = 0; j < L; j++) {
-		if (d->fp) {
-			double acc = gen_d(g, keys[0], j);
+	if (d->fp) {
+		uint32_t *acc = w->acc32;
+		uint32_t pxor[ARRAY_SIZE(fprod_exp)];
+		uint32_t padd[ARRAY_SIZE(fprod_exp)];
 
-			for (r = 1; r < n; r++) {
-				double x = gen_d(g, keys[r], j);
-
-				switch (g->op) {
-				case COLL_PROD: acc *= x; break;
-				case COLL_MIN: acc = x < acc ? x : acc; break;
-				case COLL_MAX: acc = x > acc ? x : acc; break;
-				default: acc += x; break;
-				}
-			}
-			if (g->op == COLL_AVG)
-				outd[j] = acc / n;
-			else
-				store_elem(out + j * es, es,
-					   encode_fp(g->dtype, acc));
-		} else {
-			uint64_t acc = canon(gen_bits(g, keys[0], j), es, d->sgn);
-
-			for (r = 1; r < n; r++) {
-				uint64_t x = canon(gen_bits(g, keys[r], j),
-						   es, d->sgn);
-				bool lt = d->sgn ? (int64_t)x < (int64_t)acc :
-						   x < acc;
-				bool gt = d->sgn ? (int64_t)x > (int64_t)acc :
-						   x > acc;
-
-				switch (g->op) {
-				case COLL_PROD: acc *= x; break;
-				case COLL_MIN: acc = lt ? x : acc; break;
-				case COLL_MAX: acc = gt ? x : acc; break;
-				default: acc += x; break;
-				}
-			}
-			if (g->op == COLL_AVG) {
-				acc = canon(acc, es, d->sgn);
-				if (d->sgn)
-					acc = (uint64_t)((int64_t)acc / n);
-				else
-					acc = acc / (uint64_t)n;
-			}
-			store_elem(out + j * es, es, acc);
+		for (j = 0; j < ARRAY_SIZE(fprod_exp); j++) {
+			pxor[j] = j < 3 ? 1u << 16 : 0;	/* fprod[] < 0 */
+			padd[j] = (uint32_t)(int32_t)fprod_exp[j];
 		}
+		for (r = 0; r < n; r++) {
+			uint64_t key = chunk_key(g->cseed, r, chunk);
+
+			if (r == 0 && g->op != COLL_PROD) {
+				FOR_PICKS(j, key, j0, L, g->m, acc[j] = p);
+				continue;
+			}
+			switch (g->op) {
+			case COLL_PROD:
+				if (r == 0)
+					for (j = 0; j < L; j++)
+						acc[j] = 1024;
+				FOR_PICKS(j, key, j0, L, g->m,
+					  acc[j] = (acc[j] ^ pxor[p]) + padd[p]);
+				break;
+			case COLL_MIN:
+				FOR_PICKS(j, key, j0, L, g->m,
+					  if (p < acc[j]) acc[j] = p);
+				break;
+			case COLL_MAX:
+				FOR_PICKS(j, key, j0, L, g->m,
+					  if (p > acc[j]) acc[j] = p);
+				break;
+			default:
+				FOR_PICKS(j, key, j0, L, g->m, acc[j] += p);
+				break;
+			}
+		}
+		for (j = 0; j < L; j++)
+			acc[j] = res_index(g, acc[j]);
+		if (g->op == COLL_AVG) {
+			for (j = 0; j < L; j++)
+				w->accd[j] = g->rdv[acc[j]] / n;
+			return;
+		}
+		switch (es) {
+		case 2:
+			for (j = 0; j < L; j++) {
+				uint16_t b = g->rbits[acc[j]];
+
+				memcpy(w->want + 2 * j, &b, 2);
+			}
+			break;
+		case 4:
+			for (j = 0; j < L; j++) {
+				uint32_t b = g->rbits[acc[j]];
+
+				memcpy(w->want + 4 * j, &b, 4);
+			}
+			break;
+		default:
+			for (j = 0; j < L; j++)
+				memcpy(w->want + 8 * j, &g->rbits[acc[j]], 8);
+			break;
+		}
+		return;
+	}
+
+	for (r = 0; r < n; r++) {
+		uint64_t key = chunk_key(g->cseed, r, chunk);
+		uint64_t *acc = w->acc;
+
+		if (g->kind != GEN_CLASS)
+			fold_int(g->dtype, acc, key, j0, L, g->op, r == 0);
+		else if (r == 0)	/* PROD of small integers */
+			FOR_PICKS(j, key, j0, L, g->m, acc[j] = g->bits[p]);
+		else
+			FOR_PICKS(j, key, j0, L, g->m, acc[j] *= g->bits[p]);
+	}
+	if (g->op == COLL_AVG) {
+		for (j = 0; j < L; j++) {
+			uint64_t acc = canon(w->acc[j], es, d->sgn);
+
+			if (d->sgn)
+				acc = (uint64_t)((int64_t)acc / n);
+			else
+				acc = acc / (uint64_t)n;
+			w->acc[j] = acc;
+		}
+	}
+	switch (es) {
+	case 1:
+		for (j = 0; j < L; j++)
+			w->want[j] = (uint8_t)w->acc[j];
+		break;
+	case 4:
+		for (j = 0; j < L; j++) {
+			uint32_t v = (uint32_t)w->acc[j];
+
+			memcpy(w->want + 4 * j, &v, 4);
+		}
+		break;
+	case 8:
+		memcpy(w->want, w->acc, L * 8);
+		break;
+	default:
+		for (j = 0; j < L; j++)
+			store_elem(w->want + j * es, es, w->acc[j]);
+		break;
 	}
 }
 
@@ -553,9 +980,13 @@ struct rarg {
 	int test;		/* a primitive, or TEST_NONBLOCKING */
 	bool matrix;		/* the matrix of @test instead of the sweep */
 	unsigned int variant_off;
+	int algo;		/* every call's algorithm, or -1: rotate */
+	bool no_huge;		/* no 64 MiB AllReduce part */
 	uint64_t seed;
 	coll_id_t id;
 	struct shm *shm;
+	uint8_t *share;		/* 2 x share_bytes, shared (see share_ref()) */
+	size_t share_bytes;
 };
 
 #define TEST_NONBLOCKING COLL_PRIM_MAX
@@ -564,10 +995,7 @@ struct rctx {
 	const struct rarg *a;
 	coll_comm_t *comm;
 	int n, rank;
-	uint8_t *tab;		/* PERIOD elements */
-	uint8_t *ref;
-	double *refd;
-	uint64_t *keys;
+	struct scratch w;	/* expected values, a block at a time */
 	unsigned long ncalls;
 	unsigned long k;
 	struct slot *slots;	/* COLL_PRIM_MAX */
@@ -630,19 +1058,6 @@ static ssize_t guard_check(const uint8_t *p, size_t bytes)
 	return -1;
 }
 
-static void fill_periodic(uint8_t *dst, size_t count, const uint8_t *tab,
-			  size_t L, unsigned int es)
-{
-	size_t i = 0;
-
-	while (i < count) {
-		size_t k = count - i < L ? count - i : L;
-
-		memcpy(dst + i * es, tab, k * es);
-		i += k;
-	}
-}
-
 /* ---- reporting ---------------------------------------------------------- */
 
 static void call_desc(const struct rctx *c, const struct callp *p,
@@ -689,73 +1104,87 @@ static void report_call(const struct rctx *c, const struct callp *p,
 /* ---- checks -------------------------------------------------------------- */
 
 /*
- * @count elements at @buf against the period @want of length @L, exactly
- * (floats of a reducing op compare as numbers, so -0 == +0).  Element
- * indexes are reported from @base.  Returns the number of wrong elements.
+ * For a data-movement element of 32 or 64 bits that is not what was
+ * expected: whose input it is, if any.
  */
-static long cmp_periodic(const struct rctx *c, const struct slot *s,
-			 const char *what, size_t base, const uint8_t *buf,
-			 size_t count, const uint8_t *want, size_t L)
+static void whence(const struct gen *g, uint64_t got, char *buf, size_t len)
+{
+	uint64_t t, per = (uint64_t)g->n * g->count;
+
+	*buf = 0;
+	if (g->kind != GEN_UNIQ || !g->count)
+		return;
+	t = uniq_unbits(g, got);
+	if (t < (uint64_t)g->n * per)
+		snprintf(buf, len, " (got element %llu of chunk %d of rank %d's input)",
+			 (unsigned long long)(t % g->count),
+			 (int)(t % per / g->count), (int)(t / per));
+	else
+		snprintf(buf, len, " (got no input of this call)");
+}
+
+/*
+ * @L elements at @buf against the expected bits at @want, exactly (floats
+ * of a reducing op compare as numbers, so -0 == +0).  Element indexes are
+ * reported from @base.  Adds the wrong elements to *@bad.
+ */
+static void cmp_block(const struct rctx *c, const struct slot *s,
+		      const char *what, size_t base, const uint8_t *buf,
+		      const uint8_t *want, size_t L, long *bad)
 {
 	const struct gen *g = &s->g;
 	unsigned int es = g->es;
-	bool numeric = !g->raw && dts[g->dtype].fp;
-	size_t i = 0, j;
-	long bad = 0;
+	bool numeric = g->op >= 0 && dts[g->dtype].fp;
+	size_t j;
 
-	while (i < count) {
-		size_t k = count - i < L ? count - i : L;
+	if (!memcmp(buf, want, L * es))
+		return;
+	for (j = 0; j < L; j++) {
+		uint64_t a = load_elem(buf + j * es, es);
+		uint64_t b = load_elem(want + j * es, es);
+		char w[192], from[128];
 
-		if (memcmp(buf + i * es, want, k * es)) {
-			for (j = 0; j < k; j++) {
-				uint64_t a = load_elem(buf + (i + j) * es, es);
-				uint64_t b = load_elem(want + j * es, es);
-				char w[64];
-
-				if (a == b)
-					continue;
-				if (numeric && decode_fp(g->dtype, a) ==
-					       decode_fp(g->dtype, b))
-					continue;
-				if (bad++ < MAX_REPORT) {
-					fmt_elem(w, sizeof(w), g->dtype, b);
-					report_elem(c, &s->p, what, base + i + j,
-						    a, w);
-				}
-			}
+		if (a == b)
+			continue;
+		if (numeric && decode_fp(g->dtype, a) == decode_fp(g->dtype, b))
+			continue;
+		if ((*bad)++ < MAX_REPORT) {
+			fmt_elem(w, sizeof(w) - sizeof(from), g->dtype, b);
+			whence(g, a, from, sizeof(from));
+			strcat(w, from);
+			report_elem(c, &s->p, what, base + j, a, w);
 		}
-		i += k;
 	}
-	if (bad > MAX_REPORT)
-		report_call(c, &s->p, "%s: %ld wrong elements in all", what, bad);
-	return bad;
 }
 
-static long cmp_avg(const struct rctx *c, const struct slot *s,
-		    const char *what, const uint8_t *buf, size_t count,
-		    const double *want, size_t L)
+/* AVG of floats: within the type's tolerance of @want (doubles). */
+static void cmp_avg_block(const struct rctx *c, const struct slot *s,
+			  const char *what, size_t base, const uint8_t *buf,
+			  const double *want, size_t L, long *bad)
 {
 	const struct gen *g = &s->g;
 	double tol = dts[g->dtype].avg_tol;
 	unsigned int es = g->es;
-	size_t i, j = 0;
-	long bad = 0;
+	size_t j;
 
-	for (i = 0; i < count; i++) {
-		double got = decode_fp(g->dtype, load_elem(buf + i * es, es));
+	for (j = 0; j < L; j++) {
+		double got = decode_fp(g->dtype, load_elem(buf + j * es, es));
 		double ref = want[j];
 		double lim = tol * (fabs(ref) > 1 ? fabs(ref) : 1);
 
-		if (!(fabs(got - ref) <= lim) && bad++ < MAX_REPORT) {
+		if (!(fabs(got - ref) <= lim) && (*bad)++ < MAX_REPORT) {
 			char w[80];
 
 			snprintf(w, sizeof(w), "%.12g (+-%.3g)", ref, lim);
-			report_elem(c, &s->p, what, i,
-				    load_elem(buf + i * es, es), w);
+			report_elem(c, &s->p, what, base + j,
+				    load_elem(buf + j * es, es), w);
 		}
-		if (++j == L)
-			j = 0;
 	}
+}
+
+static long cmp_total(const struct rctx *c, const struct slot *s,
+		      const char *what, long bad)
+{
 	if (bad > MAX_REPORT)
 		report_call(c, &s->p, "%s: %ld wrong elements in all", what, bad);
 	return bad;
@@ -774,30 +1203,101 @@ static long cmp_poison(const struct rctx *c, const struct slot *s,
 	return 1;
 }
 
-/* Chunk @chunk of rank @q's input, expected at @buf (element @base on). */
+/*
+ * Chunk @chunk of rank @q's input, expected at @buf (element @base on).
+ * Returns the number of wrong elements.
+ */
 static long expect_input(struct rctx *c, const struct slot *s,
 			 const char *what, size_t base, const uint8_t *buf,
 			 int q, int chunk)
 {
-	size_t L = s->p.count < PERIOD ? s->p.count : PERIOD;
+	unsigned int es = s->g.es;
+	size_t cnt = s->p.count, j0, L;
+	long bad = 0;
 
-	gen_table(&s->g, chunk_key(s->p.cseed, q, chunk), c->tab, L);
-	return cmp_periodic(c, s, what, base, buf, s->p.count, c->tab, L);
+	for (j0 = 0; j0 < cnt; j0 += L) {
+		L = cnt - j0 < BLK ? cnt - j0 : BLK;
+		gen_input(&s->g, q, chunk, j0, L, c->w.want);
+		cmp_block(c, s, what, base + j0, buf + j0 * es, c->w.want, L,
+			  &bad);
+	}
+	return cmp_total(c, s, what, bad);
+}
+
+/*
+ * AllReduce and Reduce in the sweep: every rank (the root) expects the
+ * same result, so rather than each computing all of it (nranks inputs
+ * generated per element), every rank computes 1/nranks of the blocks
+ * into a buffer shared by the ranks (one of two, by call number: a rank
+ * may write the next call's while another still compares this one) and,
+ * after an out-of-band barrier, those with a result compare it with all
+ * of the reference.  Every rank of the call must come here.  Returns the
+ * shared reference, or NULL to compute it alone (below SHARE_MIN
+ * elements the barrier costs more than it saves).
+ */
+#define SHARE_MIN	65536
+
+static const uint8_t *share_ref(struct rctx *c, const struct slot *s,
+				bool *failed)
+{
+	const struct rarg *a = c->a;
+	bool avg = dts[s->p.dtype].fp && s->p.op == COLL_AVG;
+	size_t cnt = s->p.count, nblk = (cnt + BLK - 1) / BLK, b;
+	size_t esz = avg ? sizeof(double) : s->g.es;
+	uint8_t *ref;
+
+	*failed = false;
+	if (!a->share || c->n < 2 || cnt < SHARE_MIN ||
+	    cnt * esz > a->share_bytes ||
+	    (s->p.prim != COLL_ALLREDUCE && s->p.prim != COLL_REDUCE))
+		return NULL;
+	ref = a->share + (s->p.k % 2) * a->share_bytes;
+	for (b = nblk * c->rank / c->n; b < nblk * (c->rank + 1) / c->n; b++) {
+		size_t j0 = b * BLK, L = cnt - j0 < BLK ? cnt - j0 : BLK;
+
+		ref_block(&s->g, 0, j0, L, &c->w);
+		memcpy(ref + j0 * esz, avg ? (void *)c->w.accd : c->w.want,
+		       L * esz);
+	}
+	if (st_oob_barrier(&a->shm->oob, c->n, OOB_TIMEOUT_MS)) {
+		report_call(c, &s->p, "out-of-band barrier before comparing with the shared reference: %s",
+			    a->shm->oob.failed ? "another rank failed" :
+			    "timed out");
+		*failed = true;
+	}
+	return ref;
 }
 
 /* The reduction over all ranks of chunk @chunk, expected at @buf. */
 static long expect_reduced(struct rctx *c, const struct slot *s,
 			   const char *what, const uint8_t *buf, int chunk)
 {
-	size_t L = s->p.count < PERIOD ? s->p.count : PERIOD;
-	int r;
+	bool avg = dts[s->p.dtype].fp && s->p.op == COLL_AVG, failed = false;
+	unsigned int es = s->g.es;
+	size_t cnt = s->p.count, j0, L;
+	const uint8_t *ref = chunk ? NULL : share_ref(c, s, &failed);
+	long bad = 0;
 
-	for (r = 0; r < c->n; r++)
-		c->keys[r] = chunk_key(s->p.cseed, r, chunk);
-	ref_reduce(&s->g, c->keys, c->n, L, c->ref, c->refd);
-	if (dts[s->p.dtype].fp && s->p.op == COLL_AVG)
-		return cmp_avg(c, s, what, buf, s->p.count, c->refd, L);
-	return cmp_periodic(c, s, what, 0, buf, s->p.count, c->ref, L);
+	if (failed)
+		return 1;
+	for (j0 = 0; j0 < cnt; j0 += L) {
+		const uint8_t *want = c->w.want;
+		const double *wantd = c->w.accd;
+
+		L = cnt - j0 < BLK ? cnt - j0 : BLK;
+		if (ref) {
+			want = ref + j0 * es;
+			wantd = (const double *)ref + j0;
+		} else {
+			ref_block(&s->g, chunk, j0, L, &c->w);
+		}
+		if (avg)
+			cmp_avg_block(c, s, what, j0, buf + j0 * es, wantd, L,
+				      &bad);
+		else
+			cmp_block(c, s, what, j0, buf + j0 * es, want, L, &bad);
+	}
+	return cmp_total(c, s, what, bad);
 }
 
 /* ---- one call ------------------------------------------------------------- */
@@ -855,14 +1355,16 @@ static uint8_t *slot_alloc(struct slot *s, int which, size_t bytes,
 static void fill_input(struct rctx *c, struct slot *s, uint8_t *dst,
 		       int nchunks)
 {
-	size_t L = s->p.count < PERIOD ? s->p.count : PERIOD;
 	unsigned int es = s->g.es;
+	size_t cnt = s->p.count, j0, L;
 	int ch;
 
 	for (ch = 0; ch < nchunks; ch++) {
-		gen_table(&s->g, chunk_key(s->p.cseed, c->rank, ch), c->tab, L);
-		fill_periodic(dst + ch * s->p.count * es, s->p.count, c->tab,
-			      L, es);
+		for (j0 = 0; j0 < cnt; j0 += L) {
+			L = cnt - j0 < BLK ? cnt - j0 : BLK;
+			gen_input(&s->g, c->rank, ch, j0, L, c->w.want);
+			memcpy(dst + (ch * cnt + j0) * es, c->w.want, L * es);
+		}
 	}
 }
 
@@ -876,6 +1378,7 @@ static int prepare(struct rctx *c, struct slot *s)
 	size_t cnt = p->count;
 
 	gen_init(&s->g, p->dtype, prim_reduces(p->prim) ? p->op : -1);
+	gen_bind(&s->g, p->cseed, c->n, p->count);
 	es = s->g.es;
 	memset(s->buf, 0, sizeof(s->buf));
 	s->send = NULL;
@@ -1021,6 +1524,13 @@ static int verify(struct rctx *c, struct slot *s)
 	if (p->prim == COLL_BARRIER)
 		return 0;
 
+	/* Reduce: the ranks other than the root help with its reference. */
+	if (p->prim == COLL_REDUCE && !s->recvn && cnt) {
+		bool failed;
+
+		share_ref(c, s, &failed);
+		bad += failed;
+	}
 	if (s->recvn && cnt) {
 		switch (p->prim) {
 		case COLL_ALLREDUCE:
@@ -1139,7 +1649,7 @@ static void rotate(struct rctx *c, struct callp *p, int prim, int dtype,
 	p->dtype = dtype;
 	p->op = prim_reduces(prim) ? op : -1;
 	p->count = count;
-	p->algo = x % COLL_ALGO_MAX;
+	p->algo = c->a->algo >= 0 ? c->a->algo : (int)(x % COLL_ALGO_MAX);
 	p->inplace = (x / 4) % 2;
 	p->root = prim_rooted(prim) ? roots[(x / 8) % 3] : 0;
 	p->null_unused = (x / 24) % 2;
@@ -1191,7 +1701,7 @@ static int sweep(struct rctx *c, int prim)
 	t1 = st_now_ns();
 
 	if (prim == COLL_ALLREDUCE && (c->n == 2 || c->n == 4) &&
-	    huge_enabled()) {
+	    !c->a->no_huge && huge_enabled()) {
 		static const int hdt[] = { COLL_FP32, COLL_INT32 };
 		unsigned int i, algo;
 
@@ -1268,7 +1778,8 @@ static int barrier_test(struct rctx *c)
 	for (i = 0; i < NBARRIERS; i++) {
 		uint64_t h = mix64(c->a->seed ^ ((uint64_t)i << 8) ^ c->rank);
 
-		p.algo = (i + c->a->variant_off) % COLL_ALGO_MAX;
+		p.algo = c->a->algo >= 0 ? c->a->algo :
+			 (int)((i + c->a->variant_off) % COLL_ALGO_MAX);
 		p.k = i;
 		r = coll_comm_set_algo(c->comm, p.algo);
 		if (r) {
@@ -1503,12 +2014,8 @@ static int rank_main(int rank, void *arg)
 			   prim_names[a->test];
 	int r, ret = 1, i;
 
-	c.tab = malloc(PERIOD * 8);
-	c.ref = malloc(PERIOD * 8);
-	c.refd = malloc(PERIOD * sizeof(double));
-	c.keys = calloc(a->n, sizeof(*c.keys));
 	c.slots = calloc(COLL_PRIM_MAX, sizeof(*c.slots));
-	if (!c.tab || !c.ref || !c.refd || !c.keys || !c.slots) {
+	if (scratch_alloc(&c.w) || !c.slots) {
 		st_log("FAIL %s n=%d rank=%d: out of memory", name, a->n, rank);
 		goto out_fail;
 	}
@@ -1560,6 +2067,7 @@ out_destroy:
 		for (w = 0; w < AR_NUM; w++)
 			arena_free(&c.slots[i].ar[w]);
 	}
+	scratch_free(&c.w);
 	return ret;
 out_fail:
 	__atomic_store_n(&a->shm->oob.failed, 1, __ATOMIC_RELEASE);
@@ -1617,17 +2125,45 @@ FIXTURE_TEARDOWN(correct)
 {
 }
 
+/*
+ * Bytes of the largest reference of an AllReduce or Reduce sweep: the
+ * result of the largest count, or for float AVG one double per element.
+ */
+static size_t share_bytes(int prim, int n, bool no_huge)
+{
+	size_t max = 0, b;
+	int dt;
+
+	for (dt = 0; dt < COLL_DTYPE_MAX; dt++) {
+		b = sweep_count(4, prim, dt, n) *
+		    (dts[dt].fp ? sizeof(double) : dts[dt].es);
+		max = b > max ? b : max;
+	}
+	if (prim == COLL_ALLREDUCE && !no_huge && huge_enabled() &&
+	    (n == 2 || n == 4) && HUGE_BYTES > max)
+		max = HUGE_BYTES;
+	return max;
+}
+
 /* The 6.1 harness runs the test body even when the setup SKIPped. */
 #define SKIP_IF_SETUP_SKIPPED() do { if (_metadata->skip) return; } while (0)
 
-static void run_ranks(struct __test_metadata *_metadata, int nranks, int test,
-		      bool matrix)
+/*
+ * Forks @nranks ranks running @test (the matrix of it if @matrix) with
+ * every call's algorithm @algo (-1: rotate), the rotation started at
+ * @off, the 64 MiB AllReduce part left out if @no_huge.
+ */
+static void run_ranks_opt(struct __test_metadata *_metadata, int nranks,
+			  int test, bool matrix, int algo, unsigned int off,
+			  bool no_huge)
 {
 	struct rarg a = {
 		.n = nranks,
 		.test = test,
 		.matrix = matrix,
-		.variant_off = nranks * 7,
+		.variant_off = off,
+		.algo = algo,
+		.no_huge = no_huge,
 		.seed = test_seed(),
 	};
 	struct st_ranks rk;
@@ -1636,6 +2172,13 @@ static void run_ranks(struct __test_metadata *_metadata, int nranks, int test,
 
 	a.shm = st_shared(sizeof(*a.shm));
 	ASSERT_NE(NULL, a.shm);
+	if ((test == COLL_ALLREDUCE || test == COLL_REDUCE) && !matrix &&
+	    nranks > 1) {
+		a.share_bytes = share_bytes(test, nranks, no_huge);
+		a.share = st_shared(2 * a.share_bytes);
+		if (!a.share)	/* then every rank computes it all */
+			a.share_bytes = 0;
+	}
 	r = coll_get_unique_id(&a.id);
 	ASSERT_EQ(0, r) TH_LOG("coll_get_unique_id: %s", st_errname(r));
 
@@ -1655,7 +2198,15 @@ static void run_ranks(struct __test_metadata *_metadata, int nranks, int test,
 		       (unsigned long long)a.seed, (unsigned long long)a.seed,
 		       (st_now_ns() - t0) / 1e9);
 	munmap(a.shm, sizeof(*a.shm));
+	if (a.share)
+		munmap(a.share, 2 * a.share_bytes);
 	ASSERT_EQ(0, bad);
+}
+
+static void run_ranks(struct __test_metadata *_metadata, int nranks, int test,
+		      bool matrix)
+{
+	run_ranks_opt(_metadata, nranks, test, matrix, -1, nranks * 7, false);
 }
 
 #define PRIM_TEST(name, prim)						\
@@ -1719,6 +2270,229 @@ MATRIX_TEST(gather, COLL_GATHER)
 MATRIX_TEST(alltoall, COLL_ALLTOALL)
 
 /*
+ * The executor paths, forced through the module's parameters for the
+ * sweep of every primitive (without the 64 MiB part), 2 and 4 ranks:
+ *  - solo: solo_bytes = 0xffffffff, every collective is run by the last
+ *    rank to arrive, alone;
+ *  - coop: solo_bytes = 0, every collective with work is run
+ *    cooperatively by all the ranks' threads;
+ *  - ring: ring_chunk_bytes = exec_chunk_bytes = 4096, solo_bytes = 0,
+ *    every call's algorithm ring: many slabs (up to the module's cap)
+ *    and many small units of work claimed by the threads.
+ * The setup writes the parameters (after reading the values they had)
+ * before any rank is spawned and the teardown puts the old values back,
+ * also when the test failed; a parameter that cannot be written SKIPs.
+ * If the program is killed before a teardown could run, its exit puts
+ * back the values it found at start (params_restore_at_exit).
+ */
+#define PARAM_DIR	"/sys/module/collective/parameters"
+
+enum { PRM_SOLO, PRM_EXEC_CHUNK, PRM_RING_CHUNK, PRM_NUM };
+
+static const char *const param_names[PRM_NUM] = {
+	"solo_bytes", "exec_chunk_bytes", "ring_chunk_bytes",
+};
+
+/* 0 or -errno; the value without its newline. */
+static int param_read(const char *name, char *buf, size_t len)
+{
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), PARAM_DIR "/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return n;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+static int param_write(const char *name, const char *val)
+{
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), PARAM_DIR "/%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	if (n < 0)
+		n = -errno;
+	else if ((size_t)n != strlen(val))
+		n = -EIO;
+	close(fd);
+	return n < 0 ? n : 0;
+}
+
+/* What the parameters were when the program started, for its exit. */
+static struct {
+	pid_t pid;
+	bool have[PRM_NUM];
+	char val[PRM_NUM][32];
+} params_at_start;
+
+static void __attribute__((constructor)) params_record(void)
+{
+	int i;
+
+	params_at_start.pid = getpid();
+	for (i = 0; i < PRM_NUM; i++)
+		params_at_start.have[i] =
+			!param_read(param_names[i], params_at_start.val[i],
+				    sizeof(params_at_start.val[i]));
+}
+
+static void __attribute__((destructor)) params_restore_at_exit(void)
+{
+	char cur[32];
+	int i;
+
+	if (getpid() != params_at_start.pid)
+		return;
+	for (i = 0; i < PRM_NUM; i++) {
+		if (!params_at_start.have[i] ||
+		    param_read(param_names[i], cur, sizeof(cur)) ||
+		    !strcmp(cur, params_at_start.val[i]))
+			continue;
+		fprintf(stderr, "# %s was left at %s: restoring %s\n",
+			param_names[i], cur, params_at_start.val[i]);
+		param_write(param_names[i], params_at_start.val[i]);
+	}
+}
+
+FIXTURE(paths) {
+	unsigned int set;		/* parameters written (bits) */
+	char old[PRM_NUM][32];		/* their values before */
+};
+
+FIXTURE_VARIANT(paths) {
+	int nranks;
+	long long val[PRM_NUM];		/* -1: leave alone */
+	int algo;			/* every call's, or -1: rotate */
+	unsigned int off;		/* rotation start */
+};
+
+#define SOLO_ALL	0xffffffffLL
+
+FIXTURE_VARIANT_ADD(paths, solo_ranks2) {
+	.nranks = 2, .val = { SOLO_ALL, -1, -1 }, .algo = -1, .off = 1,
+};
+FIXTURE_VARIANT_ADD(paths, solo_ranks4) {
+	.nranks = 4, .val = { SOLO_ALL, -1, -1 }, .algo = -1, .off = 5,
+};
+FIXTURE_VARIANT_ADD(paths, coop_ranks2) {
+	.nranks = 2, .val = { 0, -1, -1 }, .algo = -1, .off = 2,
+};
+FIXTURE_VARIANT_ADD(paths, coop_ranks4) {
+	.nranks = 4, .val = { 0, -1, -1 }, .algo = -1, .off = 6,
+};
+FIXTURE_VARIANT_ADD(paths, ring_ranks2) {
+	.nranks = 2, .val = { 0, 4096, 4096 }, .algo = COLL_ALGO_RING,
+	.off = 3,
+};
+FIXTURE_VARIANT_ADD(paths, ring_ranks4) {
+	.nranks = 4, .val = { 0, 4096, 4096 }, .algo = COLL_ALGO_RING,
+	.off = 7,
+};
+
+static void paths_restore(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(paths) *self)
+{
+	int i, r;
+
+	for (i = 0; i < PRM_NUM; i++) {
+		if (!(self->set & (1u << i)))
+			continue;
+		r = param_write(param_names[i], self->old[i]);
+		/* not EXPECT: after a failed ASSERT its TH_LOG always prints */
+		if (r) {
+			TH_LOG("restoring %s/%s to %s: %s", PARAM_DIR,
+			       param_names[i], self->old[i], strerror(-r));
+			_metadata->passed = 0;
+		}
+		self->set &= ~(1u << i);
+	}
+}
+
+FIXTURE_SETUP(paths)
+{
+	int fd = st_dev_open(), i, r;
+	char val[32];
+
+	if (fd < 0)
+		SKIP(return, "%s: %s (module not loaded?)", st_dev_path(),
+		     strerror(-fd));
+	close(fd);
+	/* Read each old value and write it back: is it writable at all? */
+	for (i = 0; i < PRM_NUM; i++) {
+		if (variant->val[i] < 0)
+			continue;
+		r = param_read(param_names[i], self->old[i],
+			       sizeof(self->old[i]));
+		if (!r)
+			r = param_write(param_names[i], self->old[i]);
+		if (r)
+			SKIP(return, "%s/%s not writable: %s", PARAM_DIR,
+			     param_names[i], strerror(-r));
+	}
+	for (i = 0; i < PRM_NUM; i++) {
+		char back[32] = "";
+
+		if (variant->val[i] < 0)
+			continue;
+		snprintf(val, sizeof(val), "%lld", variant->val[i]);
+		r = param_write(param_names[i], val);
+		if (!r) {
+			self->set |= 1u << i;
+			r = param_read(param_names[i], back, sizeof(back));
+			if (!r && strcmp(back, val))
+				r = -EINVAL;	/* did not take */
+		}
+		if (r) {
+			/* no teardown after a failed setup: undo here */
+			paths_restore(_metadata, self);
+			ASSERT_EQ(0, r) TH_LOG("%s/%s = %s (reads back \"%s\"): %s",
+					       PARAM_DIR, param_names[i], val,
+					       back, strerror(-r));
+		}
+	}
+}
+
+FIXTURE_TEARDOWN(paths)
+{
+	paths_restore(_metadata, self);
+}
+
+#define PATHS_TEST(name, prim)						\
+	TEST_F_TIMEOUT(paths, name, TEST_TIMEOUT_S)			\
+	{								\
+		SKIP_IF_SETUP_SKIPPED();				\
+		run_ranks_opt(_metadata, variant->nranks, prim, false,	\
+			      variant->algo, variant->off, true);	\
+	}
+
+PATHS_TEST(allreduce, COLL_ALLREDUCE)
+PATHS_TEST(reduce, COLL_REDUCE)
+PATHS_TEST(reducescatter, COLL_REDUCESCATTER)
+PATHS_TEST(allgather, COLL_ALLGATHER)
+PATHS_TEST(broadcast, COLL_BROADCAST)
+PATHS_TEST(scatter, COLL_SCATTER)
+PATHS_TEST(gather, COLL_GATHER)
+PATHS_TEST(alltoall, COLL_ALLTOALL)
+PATHS_TEST(barrier, COLL_BARRIER)
+PATHS_TEST(nonblocking, TEST_NONBLOCKING)
+
+/*
  * The test's own arithmetic, no device needed: half/bfloat16 conversions
  * against the compiler's where it has them, and the exactness the sweep
  * relies on.
@@ -1767,49 +2541,244 @@ TEST(reference_selfcheck)
 			gen_init(&g, dtypes[t], i);
 			for (v = 0; v < g.m; v++)
 				ASSERT_EQ(g.dv[v], decode_fp(dtypes[t], g.bits[v]));
+			/*
+			 * and so is every result, for as many ranks as the
+			 * tests use (fp16 PROD overflows from 16 ranks on)
+			 */
+			for (u = 1; u <= 8; u++) {
+				gen_bind(&g, 1, u, 1);
+				ASSERT_LE(g.nres, GEN_MAXRES);
+				for (v = 0; v < g.nres; v++)
+					ASSERT_EQ(g.rdv[v],
+						  decode_fp(dtypes[t], g.rbits[v]));
+			}
 		}
 	}
 
-	/* Integer reference: wrapping sum, AVG truncating toward zero. */
+	/* The inverses behind "got element j of chunk c of rank q's input". */
+	for (u = 0; u < (1u << 16); u++) {
+		uint64_t x = mix64(u ^ 0xabcdef);
+
+		ASSERT_EQ(x, unmix64(mix64(x)));
+		ASSERT_EQ((uint32_t)x, unfmix32(fmix32((uint32_t)x)));
+	}
+
+	/* Any stretch of an input is the same as when generated whole. */
 	{
-		struct gen g;
-		uint64_t keys[3] = { 1, 2, 3 };
-		uint8_t out[64];
-		double outd[64];
-		int j;
+		static const struct { int dtype, op; } cases[] = {
+			{ COLL_UINT8, -1 }, { COLL_BF16, -1 },
+			{ COLL_INT32, COLL_SUM }, { COLL_UINT64, COLL_MAX },
+			{ COLL_FP32, COLL_MAX }, { COLL_INT8, COLL_PROD },
+			{ COLL_FP32, -1 }, { COLL_FP64, -1 },
+		};
+		static const size_t offs[] = { 0, 1, 3, 4, 7, 8, 13, 64 };
+		static uint8_t whole[512 * 8], part[64 * 8];
+		unsigned int k;
 
-		gen_init(&g, COLL_INT8, COLL_AVG);
-		ref_reduce(&g, keys, 3, 64, out, outd);
-		for (j = 0; j < 64; j++) {
-			int8_t a = gen_bits(&g, 1, j), b = gen_bits(&g, 2, j),
-			       c = gen_bits(&g, 3, j);
-			int8_t sum = (int8_t)(uint8_t)((uint8_t)a + (uint8_t)b +
-						       (uint8_t)c);
+		for (k = 0; k < ARRAY_SIZE(cases); k++) {
+			struct gen g;
+			unsigned int es;
 
-			ASSERT_EQ(sum / 3, (int8_t)out[j]);
+			gen_init(&g, cases[k].dtype, cases[k].op);
+			gen_bind(&g, mix64(k), 2, 512);
+			es = g.es;
+			gen_input(&g, 1, 1, 0, 512, whole);
+			for (i = 0; i < ARRAY_SIZE(offs); i++) {
+				for (t = 0; t < 10; t++) {
+					size_t j0 = offs[i], L = t * 7 + (t & 1);
+
+					gen_input(&g, 1, 1, j0, L, part);
+					ASSERT_EQ(0, memcmp(whole + j0 * es, part,
+							    L * es))
+						TH_LOG("%s: %zu+%zu",
+						       dts[g.dtype].name, j0, L);
+				}
+			}
+			/* class members only */
+			for (i = 0; i < 512 && g.kind == GEN_CLASS; i++) {
+				uint64_t e = load_elem(whole + i * es, es);
+				unsigned int v = 0;
+
+				while (v < g.m && canon(g.bits[v], es, false) != e)
+					v++;
+				ASSERT_LT(v, g.m);
+			}
 		}
-		gen_init(&g, COLL_UINT32, COLL_MIN);
-		ref_reduce(&g, keys, 3, 64, out, outd);
-		for (j = 0; j < 16; j++) {
-			uint32_t a = gen_bits(&g, 1, j), b = gen_bits(&g, 2, j),
-				 c = gen_bits(&g, 3, j), m, got;
+	}
 
-			m = a < b ? a : b;
-			m = m < c ? m : c;
-			memcpy(&got, out + 4 * j, 4);
-			ASSERT_EQ(m, got);
-		}
-		gen_init(&g, COLL_INT32, COLL_MAX);
-		ref_reduce(&g, keys, 3, 16, out, outd);
-		for (j = 0; j < 16; j++) {
-			int32_t a = gen_bits(&g, 1, j), b = gen_bits(&g, 2, j),
-				c = gen_bits(&g, 3, j), m, got;
+	/*
+	 * Inputs do not repeat: element j and j + 16381 (the old period)
+	 * or j + BLK of one chunk, and element j of two ranks' chunks, agree
+	 * no more often than chance allows.  Data movement of 32 and 64 bits:
+	 * every element of a call is distinct and names its rank, chunk and
+	 * index.
+	 */
+	{
+		static const struct { int dtype, op; } cases[] = {
+			{ COLL_UINT8, -1 }, { COLL_BF16, -1 },
+			{ COLL_INT8, COLL_SUM }, { COLL_FP16, COLL_SUM },
+			{ COLL_FP32, COLL_MAX }, { COLL_INT32, COLL_PROD },
+			{ COLL_FP32, -1 }, { COLL_UINT64, -1 },
+		};
+		const size_t cnt = 3 * 16381 + 5, L = 4096;
+		uint8_t *buf = malloc(cnt * 8), *other = malloc(cnt * 8);
+		size_t j, same, same2, same3;
 
-			m = a > b ? a : b;
-			m = m > c ? m : c;
-			memcpy(&got, out + 4 * j, 4);
-			ASSERT_EQ(m, got);
+		ASSERT_NE(NULL, buf);
+		ASSERT_NE(NULL, other);
+		for (i = 0; i < ARRAY_SIZE(cases); i++) {
+			struct gen g;
+			unsigned int es;
+			double chance;
+
+			gen_init(&g, cases[i].dtype, cases[i].op);
+			gen_bind(&g, mix64(i + 7), 3, cnt);
+			es = g.es;
+			gen_input(&g, 1, 2, 0, cnt, buf);
+			gen_input(&g, 2, 2, 0, cnt, other);
+			same = same2 = same3 = 0;
+			for (j = 0; j < L; j++) {
+				same += !memcmp(buf + j * es,
+						buf + (j + 16381) * es, es);
+				same2 += !memcmp(buf + j * es,
+						 buf + (j + BLK) * es, es);
+				same3 += !memcmp(buf + j * es, other + j * es,
+						 es);
+			}
+			/* 1/17 for fp SUM's class, 1/256 for bytes */
+			chance = g.kind == GEN_CLASS ? 1.0 / g.m :
+				 1.0 / (1u << (es < 4 ? 8 * es : 16));
+			ASSERT_LE(same, 2 * chance * L + 8)
+				TH_LOG("%s op %d: %zu of %zu repeat at 16381",
+				       dts[g.dtype].name, g.op, same, L);
+			ASSERT_LE(same2, 2 * chance * L + 8);
+			ASSERT_LE(same3, 2 * chance * L + 8);
+			if (g.kind != GEN_UNIQ)
+				continue;
+			for (j = 0; j < cnt; j++) {
+				uint64_t v = load_elem(buf + j * es, es);
+				char from[128], want[128];
+
+				ASSERT_EQ(uniq_pos(&g, 1, 2, j),
+					  uniq_unbits(&g, v));
+				whence(&g, v, from, sizeof(from));
+				snprintf(want, sizeof(want),
+					 " (got element %zu of chunk 2 of rank 1's input)",
+					 j);
+				if (j % 1000 == 0)
+					ASSERT_STREQ(want, from);
+			}
 		}
+		free(buf);
+		free(other);
+	}
+
+	/*
+	 * Reductions: ref_block against the inputs generated one element at
+	 * a time, at a block's offset and at one that is not even a whole
+	 * stream output's: wrapping integer sums and products, AVG
+	 * truncating toward zero, MIN and MAX signed and unsigned, floats
+	 * exact.
+	 */
+	{
+		static const struct { int dtype, op; } cases[] = {
+			{ COLL_INT8, COLL_AVG }, { COLL_UINT8, COLL_SUM },
+			{ COLL_INT32, COLL_MAX }, { COLL_UINT32, COLL_MIN },
+			{ COLL_INT64, COLL_PROD }, { COLL_UINT64, COLL_AVG },
+			{ COLL_INT32, COLL_MIN }, { COLL_FP16, COLL_SUM },
+			{ COLL_BF16, COLL_PROD }, { COLL_FP32, COLL_MIN },
+			{ COLL_FP64, COLL_AVG }, { COLL_INT8, COLL_PROD },
+			{ COLL_FP32, COLL_MAX }, { COLL_FP16, COLL_AVG },
+		};
+		const size_t j0s[] = { 3 * BLK, 5 * 16381 + 3 }, L = 64 + 7;
+		struct scratch w;
+		int n = 3, r;
+		size_t j, j0;
+
+		ASSERT_EQ(0, scratch_alloc(&w));
+		for (i = 0; i < 2 * ARRAY_SIZE(cases); i++) {
+			struct gen g;
+			const struct dtinfo *d = &dts[cases[i / 2].dtype];
+			unsigned int es = d->es;
+			int op = cases[i / 2].op;
+
+			j0 = j0s[i % 2];
+			gen_init(&g, cases[i / 2].dtype, op);
+			gen_bind(&g, mix64(i + 99), n, j0 + L);
+			ref_block(&g, 1, j0, L, &w);
+			for (j = 0; j < L; j++) {
+				uint64_t ia = 0, e;
+				double fa = 0;
+				uint8_t x[8];
+
+				for (r = 0; r < n; r++) {
+					gen_input(&g, r, 1, j0 + j, 1, x);
+					e = canon(load_elem(x, es), es, d->sgn);
+					if (d->fp) {
+						double v = decode_fp(g.dtype, e);
+
+						if (r == 0)
+							fa = v;
+						else if (op == COLL_PROD)
+							fa *= v;
+						else if (op == COLL_MIN)
+							fa = v < fa ? v : fa;
+						else if (op == COLL_MAX)
+							fa = v > fa ? v : fa;
+						else
+							fa += v;
+						continue;
+					}
+					if (r == 0)
+						ia = e;
+					else if (op == COLL_PROD)
+						ia *= e;
+					else if (op == COLL_MIN)
+						ia = (d->sgn ? (int64_t)e < (int64_t)ia :
+							       e < ia) ? e : ia;
+					else if (op == COLL_MAX)
+						ia = (d->sgn ? (int64_t)e > (int64_t)ia :
+							       e > ia) ? e : ia;
+					else
+						ia += e;
+				}
+				if (d->fp && op == COLL_AVG) {
+					ASSERT_EQ(fa / n, w.accd[j]);
+					continue;
+				}
+				if (d->fp) {
+					ASSERT_EQ(encode_fp(g.dtype, fa),
+						  load_elem(w.want + j * es, es));
+					continue;
+				}
+				ia = canon(ia, es, d->sgn);
+				if (op == COLL_AVG)
+					ia = d->sgn ? (uint64_t)((int64_t)ia / n) :
+						      ia / n;
+				ASSERT_EQ(canon(ia, es, false),
+					  load_elem(w.want + j * es, es))
+					TH_LOG("%s %s element %zu", d->name,
+					       op_names[op], j);
+			}
+		}
+		/* int8 AVG: the truncated quotient of the wrapped sum, by hand */
+		{
+			struct gen g;
+			int8_t a[3];
+
+			gen_init(&g, COLL_INT8, COLL_AVG);
+			gen_bind(&g, 5, n, 64);
+			ref_block(&g, 0, 0, 64, &w);
+			for (j = 0; j < 64; j++) {
+				for (r = 0; r < n; r++)
+					gen_input(&g, r, 0, j, 1,
+						  (uint8_t *)&a[r]);
+				ASSERT_EQ((int8_t)(uint8_t)((uint8_t)a[0] +
+						(uint8_t)a[1] + (uint8_t)a[2]) / 3,
+					  (int8_t)w.want[j]);
+			}
+		}
+		scratch_free(&w);
 	}
 }
 
