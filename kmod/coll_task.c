@@ -199,25 +199,42 @@ static void coll_task_free_work(struct work_struct *work)
 	coll_task_free(container_of(work, struct coll_task, free_work));
 }
 
+/* Pages a task still has pinned (each obuf counted once). */
+static unsigned long coll_task_pinned(const struct coll_task *task)
+{
+	unsigned long n = 0;
+	u32 r;
+
+	for (r = 0; r < task->nranks; r++) {
+		const struct coll_sub *sub = task->sub[r];
+
+		if (!sub)
+			continue;
+		if (sub->ob[0])
+			n += sub->ob[0]->npages;
+		if (sub->ob[1] && sub->ob[1] != sub->ob[0])
+			n += sub->ob[1]->npages;
+	}
+	return n;
+}
+
+/* Leftovers up to this many pages are unpinned by whoever lets go last. */
+#define COLL_TASK_INLINE_UNPIN	256
+
 /*
  * The last reference.  Buffers still pinned here belong to ranks that did
  * not see DONE themselves (killed, closed, or non-blocking ranks of a task
- * run solo): unpinning them can take long, so it is not done in whoever's
- * thread this happens to be, but in the module's workqueue.
+ * run solo): unpinning many can take long, so then it is not done in
+ * whoever's thread this happens to be, but in the module's workqueue.
  */
 static void coll_task_release(struct kref *kref)
 {
 	struct coll_task *task = container_of(kref, struct coll_task, kref);
-	u32 r;
 
-	for (r = 0; r < task->nranks; r++) {
-		struct coll_sub *sub = task->sub[r];
-
-		if (sub && (sub->ob[0] || sub->ob[1])) {
-			INIT_WORK(&task->free_work, coll_task_free_work);
-			queue_work(coll_wq, &task->free_work);
-			return;
-		}
+	if (coll_task_pinned(task) > COLL_TASK_INLINE_UNPIN) {
+		INIT_WORK(&task->free_work, coll_task_free_work);
+		queue_work(coll_wq, &task->free_work);
+		return;
 	}
 	coll_task_free(task);
 }

@@ -1133,15 +1133,27 @@ ABI_TEST(abi, submit_nonblock_many)
 
 /* ---- COLL_WAIT / COLL_TEST --------------------------------------------------- */
 
-/* A completed non-blocking 1-rank AllReduce; returns the handle. */
+/*
+ * A completed non-blocking 1-rank AllReduce; returns the handle.  Its
+ * buffers may be unpinned a little after completion: wait for the
+ * counters to settle, so that the tests that follow see only their own.
+ */
 static uint32_t nb_done(struct __test_metadata *_metadata,
 			FIXTURE_DATA(abi) *self)
 {
 	struct coll_op op = ar_op(self);
+	struct coll_info info;
+	int i;
 
 	op.flags = COLL_OP_F_NONBLOCK;
 	ASSERT_OK(st_submit(self->fd, &op));
 	ASSERT_EQ(1, st_poll_in(self->fd, 10000));
+	for (i = 0; i < 500; i++) {
+		ASSERT_EQ(0, st_info_fresh(&info));
+		if (!info.out_pinned_pages && !info.out_ops)
+			break;
+		st_sleep_ms(10);
+	}
 	return op.out_req;
 }
 
