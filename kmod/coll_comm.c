@@ -18,6 +18,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <crypto/algapi.h>
+#include <asm/unaligned.h>
 #include <linux/hashtable.h>
 #include <linux/jiffies.h>
 #include <linux/nsproxy.h>
@@ -34,6 +35,7 @@
 #define COLL_COMMS_BITS 8
 
 static DEFINE_HASHTABLE(coll_comms, COLL_COMMS_BITS);
+static DEFINE_HASHTABLE(coll_comms_tag, COLL_COMMS_BITS);
 static siphash_key_t coll_comms_key __read_mostly;
 static atomic_t coll_comm_serial = ATOMIC_INIT(0);
 static DEFINE_MUTEX(coll_comms_lock);
@@ -49,12 +51,34 @@ static u64 coll_comm_hash(const u8 *id)
 	return siphash(id, COLL_ID_BYTES, &coll_comms_key);
 }
 
+static void coll_comm_free_hosts(struct coll_comm *comm)
+{
+	u32 h;
+
+	if (!comm->hosts)
+		return;
+	for (h = 0; h < comm->hosts->nhosts; h++) {
+		struct coll_msg *m = comm->early[h], *t, *n;
+
+		if (!m)
+			continue;
+		list_for_each_entry_safe(t, n, &m->node, node)
+			coll_msg_free(t);
+		coll_msg_free(m);
+	}
+	coll_kvfree(comm->early, comm->hosts->nhosts * sizeof(*comm->early));
+	coll_kvfree(comm->links, comm->hosts->nhosts * sizeof(*comm->links));
+	coll_auth_destroy(&comm->auth);
+	coll_hosts_free(comm->hosts);
+}
+
 static void coll_comm_release(struct kref *kref)
 {
 	struct coll_comm *comm = container_of(kref, struct coll_comm, kref);
 
 	WARN_ON(!list_empty(&comm->tasks));
 	coll_plan_cache_flush(&comm->plans);
+	coll_comm_free_hosts(comm);
 	atomic64_dec(&coll_stats.comms);
 	put_net(comm->net);
 	memzero_explicit(comm->id, sizeof(comm->id));
@@ -80,18 +104,71 @@ static struct coll_comm *coll_comm_find(struct net *net, const u8 *id)
 	return NULL;
 }
 
-/* Locks: coll_comms_lock. */
+/**
+ * coll_comm_find_tag() - the communicator a peer host's HELLO names
+ * @net: the namespace the connection came in
+ * @tag: its tag
+ *
+ * Locks: takes coll_comms_lock.
+ *
+ * Return: the communicator with a reference, or NULL.
+ */
+struct coll_comm *coll_comm_find_tag(struct net *net, const u8 *tag)
+{
+	struct coll_comm *comm, *found = NULL;
+	u64 key = get_unaligned((const u64 *)tag);
+
+	mutex_lock(&coll_comms_lock);
+	hash_for_each_possible(coll_comms_tag, comm, tag_node, key) {
+		if (net_eq(comm->net, net) &&
+		    !crypto_memneq(comm->auth.tag, tag, COLL_WIRE_TAG_BYTES)) {
+			kref_get(&comm->kref);
+			found = comm;
+			break;
+		}
+	}
+	mutex_unlock(&coll_comms_lock);
+	return found;
+}
+
+/* The parts of a communicator that spans hosts.  Takes @hosts. */
+static int coll_comm_set_hosts(struct coll_comm *comm,
+			       struct coll_hosts *hosts)
+{
+	u32 nh = hosts->nhosts;
+	int ret;
+
+	comm->hosts = hosts;
+	mutex_init(&comm->links_lock);
+	comm->links = coll_kvzalloc(nh * sizeof(*comm->links));
+	comm->early = coll_kvzalloc(nh * sizeof(*comm->early));
+	if (!comm->links || !comm->early)
+		return -ENOMEM;
+	ret = coll_auth_init(&comm->auth, comm->id);
+	if (!ret)
+		ret = coll_hosts_layout(hosts, &comm->auth);
+	if (!ret && nh > 1)
+		ret = coll_net_listen(comm->net);
+	return ret;
+}
+
+/* Locks: coll_comms_lock.  Takes @hosts (NULL: one host). */
 static struct coll_comm *coll_comm_create(struct net *net, const u8 *id,
-					  u32 nranks)
+					  u32 nranks, struct coll_hosts *hosts,
+					  int *err)
 {
 	struct coll_comm *comm;
 
 	lockdep_assert_held(&coll_comms_lock);
+	*err = -ENOMEM;
 	comm = coll_kvzalloc(sizeof(*comm));
-	if (!comm)
+	if (!comm) {
+		coll_hosts_free(hosts);
 		return NULL;
+	}
 	comm->members = coll_kvzalloc(nranks * sizeof(*comm->members));
 	if (!comm->members) {
+		coll_hosts_free(hosts);
 		coll_kvfree(comm, sizeof(*comm));
 		return NULL;
 	}
@@ -105,8 +182,17 @@ static struct coll_comm *coll_comm_create(struct net *net, const u8 *id,
 	spin_lock_init(&comm->lock);
 	INIT_LIST_HEAD(&comm->tasks);
 	coll_plan_cache_init(&comm->plans);
-	hash_add(coll_comms, &comm->node, coll_comm_hash(id));
 	atomic64_inc(&coll_stats.comms);
+	if (hosts) {
+		*err = coll_comm_set_hosts(comm, hosts);
+		if (*err) {
+			coll_comm_put(comm);
+			return NULL;
+		}
+		hash_add(coll_comms_tag, &comm->tag_node,
+			 get_unaligned((const u64 *)comm->auth.tag));
+	}
+	hash_add(coll_comms, &comm->node, coll_comm_hash(id));
 	return comm;
 }
 
@@ -118,6 +204,8 @@ static void coll_comm_unlist(struct coll_comm *comm)
 		return;
 	comm->state = COLL_COMM_GONE;
 	hash_del(&comm->node);
+	if (comm->hosts)
+		hash_del(&comm->tag_node);
 	coll_comm_put(comm);
 }
 
@@ -139,9 +227,11 @@ void coll_comm_kill(struct coll_comm *comm, int err)
 	LIST_HEAD(doomed);
 
 	mutex_lock(&coll_comms_lock);
-	if (comm->state == COLL_COMM_READY)
+	if (comm->state == COLL_COMM_READY ||
+	    comm->state == COLL_COMM_CONNECTING)
 		coll_comm_unlist(comm);
 	mutex_unlock(&coll_comms_lock);
+	coll_links_shutdown_async(comm);
 
 	spin_lock(&comm->lock);
 	comm->dead = true;
@@ -180,7 +270,8 @@ static void coll_member_remove(struct coll_member *m)
 	lockdep_assert_held(&coll_comms_lock);
 	comm->members[m->rank] = NULL;
 	comm->njoined--;
-	if (comm->state == COLL_COMM_JOINING && !comm->njoined)
+	if (!comm->njoined && (comm->state == COLL_COMM_JOINING ||
+			       comm->state == COLL_COMM_CONNECTING))
 		coll_comm_unlist(comm);
 }
 
@@ -191,7 +282,7 @@ static void coll_member_leave(struct coll_member *m)
 	bool kill;
 
 	mutex_lock(&coll_comms_lock);
-	kill = comm->state != COLL_COMM_JOINING;
+	kill = comm->state == COLL_COMM_READY;
 	trace_coll_comm_leave(comm, m->rank, comm->njoined - 1);
 	coll_member_remove(m);
 	mutex_unlock(&coll_comms_lock);
@@ -210,47 +301,127 @@ static long coll_join_timeout(u32 timeout_ms)
 
 static int coll_comm_check(const struct coll_comm_init *arg)
 {
-	if (arg->flags)
+	if (arg->flags & ~COLL_COMM_F_ALL)
 		return -EOPNOTSUPP;
 	if (arg->__reserved)
 		return -EINVAL;
-	if (arg->nhosts || arg->hosts_uptr)
-		return -EOPNOTSUPP;
 	if (!arg->nranks || arg->nranks > COLL_MAX_RANKS ||
 	    arg->rank >= arg->nranks)
+		return -EINVAL;
+	if (!arg->nhosts &&
+	    (arg->flags || arg->hosts_uptr || arg->rank_hosts_uptr))
+		return -EINVAL;
+	if ((arg->flags & COLL_COMM_F_ALL) == COLL_COMM_F_ALL)
 		return -EINVAL;
 	return 0;
 }
 
-/* Locks: coll_comms_lock.  Enters @m into the communicator of @arg's id. */
+/* How many of the communicator's ranks join here. */
+static u32 coll_comm_nlocal(const struct coll_comm *comm)
+{
+	return comm->hosts ? comm->hosts->nlocal : comm->nranks;
+}
+
+/*
+ * Locks: coll_comms_lock.  Every rank of this host is in: READY, or (ranks
+ * on other hosts) CONNECTING until every peer host is linked.
+ */
+static void coll_comm_local_complete(struct coll_comm *comm,
+				     unsigned long deadline)
+{
+	lockdep_assert_held(&coll_comms_lock);
+	if (!comm->hosts || comm->hosts->nhosts == 1) {
+		comm->state = COLL_COMM_READY;
+		comm->formed = true;
+		wake_up_all(&comm->join_wq);
+		return;
+	}
+	comm->state = COLL_COMM_CONNECTING;
+	comm->join_deadline = deadline;
+	coll_links_connect(comm);
+}
+
+/**
+ * coll_comm_links_up() - every peer host is linked: the communicator is READY
+ * @comm: the communicator
+ *
+ * Locks: takes coll_comms_lock.
+ */
+void coll_comm_links_up(struct coll_comm *comm)
+{
+	mutex_lock(&coll_comms_lock);
+	if (comm->state == COLL_COMM_CONNECTING && !comm->join_err) {
+		comm->state = COLL_COMM_READY;
+		comm->formed = true;
+		pr_debug("comm %u: %u hosts linked\n", comm->serial,
+			 comm->hosts->nhosts);
+	}
+	mutex_unlock(&coll_comms_lock);
+	wake_up_all(&comm->join_wq);
+}
+
+/**
+ * coll_comm_join_failed() - the peer hosts cannot be joined: fail every
+ * local joiner with @err
+ * @comm: the communicator, CONNECTING
+ * @err: -ETIMEDOUT, -EPROTO, -EHOSTUNREACH, ...
+ *
+ * Locks: takes coll_comms_lock.
+ */
+void coll_comm_join_failed(struct coll_comm *comm, int err)
+{
+	mutex_lock(&coll_comms_lock);
+	if (comm->state == COLL_COMM_CONNECTING && !comm->join_err)
+		comm->join_err = err;
+	mutex_unlock(&coll_comms_lock);
+	coll_links_shutdown_async(comm);
+	wake_up_all(&comm->join_wq);
+}
+
+/*
+ * Locks: coll_comms_lock.  Enters @m into the communicator of @arg's id.
+ * Takes @hosts (the caller's tables, or NULL for one host).
+ */
 static int coll_comm_enter(struct coll_member *m,
-			   const struct coll_comm_init *arg)
+			   const struct coll_comm_init *arg,
+			   struct coll_hosts *hosts, unsigned long deadline)
 {
 	struct net *net = current->nsproxy->net_ns;
 	struct coll_comm *comm;
+	int err;
 
 	lockdep_assert_held(&coll_comms_lock);
 	comm = coll_comm_find(net, arg->id);
-	if (comm && comm->nranks != arg->nranks)
-		return -EPROTO;
-	if (comm && (comm->state != COLL_COMM_JOINING ||
-		     comm->members[arg->rank]))
-		return -EBUSY;
-	if (!comm) {
-		comm = coll_comm_create(net, arg->id, arg->nranks);
+	if (comm) {
+		bool same = !comm->hosts == !hosts &&
+			    (!hosts || coll_hosts_equal(comm->hosts, hosts));
+
+		coll_hosts_free(hosts);
+		if (comm->nranks != arg->nranks || !same)
+			return -EPROTO;
+		if (comm->state != COLL_COMM_JOINING ||
+		    comm->members[arg->rank])
+			return -EBUSY;
+	} else {
+		comm = coll_comm_create(net, arg->id, arg->nranks, hosts,
+					&err);
 		if (!comm)
-			return -ENOMEM;
+			return err;
 	}
 	kref_get(&comm->kref);		/* the member's reference */
 	m->comm = comm;
 	comm->members[m->rank] = m;
 	comm->njoined++;
-	if (comm->njoined == comm->nranks) {
-		comm->state = COLL_COMM_READY;
-		wake_up_all(&comm->join_wq);
-	}
+	if (comm->njoined == coll_comm_nlocal(comm))
+		coll_comm_local_complete(comm, deadline);
 	trace_coll_comm_join(comm, m->rank, comm->njoined);
 	return 0;
+}
+
+static bool coll_comm_joined(struct coll_comm *comm)
+{
+	return READ_ONCE(comm->formed) || READ_ONCE(comm->join_err) ||
+	       READ_ONCE(comm->state) == COLL_COMM_GONE;
 }
 
 /**
@@ -272,6 +443,8 @@ int coll_comm_join(struct coll_file *cf, struct coll_ucmd *ucmd)
 {
 	struct coll_comm_init *arg = ucmd->cmd;
 	struct coll_comm_init __user *uarg = ucmd->ubuf;
+	long timeout = coll_join_timeout(arg->timeout_ms);
+	struct coll_hosts *hosts = NULL;
 	struct coll_member *m;
 	struct coll_comm *comm;
 	long left;
@@ -281,10 +454,17 @@ int coll_comm_join(struct coll_file *cf, struct coll_ucmd *ucmd)
 	ret = coll_comm_check(arg);
 	if (ret)
 		return ret;
+	if (arg->nhosts) {
+		ret = coll_hosts_from_user(arg, &hosts);
+		if (ret)
+			return ret;
+	}
 
 	m = coll_kvzalloc(sizeof(*m));
-	if (!m)
+	if (!m) {
+		coll_hosts_free(hosts);
 		return -ENOMEM;
+	}
 	kref_init(&m->kref);		/* the descriptor's */
 	m->rank = arg->rank;
 	ret = coll_proc_charge(&m->proc);
@@ -305,7 +485,8 @@ int coll_comm_join(struct coll_file *cf, struct coll_ucmd *ucmd)
 	}
 
 	mutex_lock(&coll_comms_lock);
-	ret = coll_comm_enter(m, arg);
+	ret = coll_comm_enter(m, arg, hosts, jiffies + timeout);
+	hosts = NULL;
 	mutex_unlock(&coll_comms_lock);
 	if (ret)
 		goto err_restore;
@@ -316,11 +497,14 @@ int coll_comm_join(struct coll_file *cf, struct coll_ucmd *ucmd)
 	 * so no other thread of this descriptor can reach @m meanwhile.
 	 */
 	left = wait_event_killable_timeout(comm->join_wq,
-					   READ_ONCE(comm->state) !=
-					   COLL_COMM_JOINING,
-					   coll_join_timeout(arg->timeout_ms));
+					   coll_comm_joined(comm), timeout);
 	mutex_lock(&coll_comms_lock);
-	if (comm->state != COLL_COMM_JOINING) {
+	/*
+	 * Formed is success even if a peer has left since (the membership is
+	 * then dead: ECONNRESET at the first collective), as it would be had
+	 * this thread run a moment earlier.
+	 */
+	if (comm->formed && !comm->join_err) {
 		mutex_unlock(&coll_comms_lock);
 		/* Storing into a reserved entry allocates nothing. */
 		mutex_lock(&cf->lock);
@@ -328,11 +512,17 @@ int coll_comm_join(struct coll_file *cf, struct coll_ucmd *ucmd)
 		mutex_unlock(&cf->lock);
 		return 0;
 	}
-	/* Timed out or killed: undo the join as if it never happened. */
-	ret = left < 0 ? -EINTR : -ETIMEDOUT;
+	/* Timed out, killed or failed: undo the join as if it never happened. */
+	ret = comm->join_err ?: left < 0 ? -EINTR : -ETIMEDOUT;
+	if (comm->state == COLL_COMM_CONNECTING && !comm->join_err)
+		comm->join_err = ret;	/* the other local joiners too */
 	trace_coll_comm_leave(comm, m->rank, comm->njoined - 1);
 	coll_member_remove(m);
 	mutex_unlock(&coll_comms_lock);
+	if (comm->hosts) {
+		coll_links_shutdown_async(comm);
+		wake_up_all(&comm->join_wq);
+	}
 
 err_restore:
 	/* Best effort: give the caller back its own value. */
@@ -348,7 +538,104 @@ err_erase:
 err_uncharge:
 	coll_proc_uncharge(m->proc);
 err_free_m:
+	coll_hosts_free(hosts);
 	coll_kvfree(m, sizeof(*m));
+	return ret;
+}
+
+/* What COLL_COMM_QUERY says of host @h. */
+static void coll_comm_peer_info(struct coll_comm *comm, u32 h,
+				struct coll_peer_info *pi)
+{
+	const struct coll_hosts *hs = comm->hosts;
+	struct coll_link *l = NULL;
+
+	memset(pi, 0, sizeof(*pi));
+	pi->host = h;
+	if (!hs) {
+		pi->nranks = comm->nranks;
+		pi->transport = COLL_TRANSPORT_SELF;
+		return;
+	}
+	pi->nranks = hs->host_nranks[h];
+	memcpy(pi->addr, hs->tab[h].addr, sizeof(pi->addr));
+	pi->port = hs->tab[h].port;
+	if (h == hs->self) {
+		pi->transport = COLL_TRANSPORT_SELF;
+		return;
+	}
+	pi->transport = COLL_TRANSPORT_NONE;
+	mutex_lock(&comm->links_lock);
+	l = comm->links[h];
+	if (l) {
+		pi->transport = l->transport;
+		pi->fallback = l->fallback;
+		pi->bytes_sent = atomic64_read(&l->bytes_tx);
+		pi->bytes_received = atomic64_read(&l->bytes_rx);
+		if (l->ops->info)
+			l->ops->info(l, pi);
+	}
+	mutex_unlock(&comm->links_lock);
+}
+
+/**
+ * coll_comm_query() - COLL_COMM_QUERY
+ * @cf: the caller's descriptor
+ * @ucmd: the argument (struct coll_comm_query)
+ *
+ * Locks: takes cf->lock, then a comm's links_lock.
+ *
+ * Return: 0, -ENOENT, -EINVAL, -EFAULT.
+ */
+int coll_comm_query(struct coll_file *cf, struct coll_ucmd *ucmd)
+{
+	struct coll_comm_query *arg = ucmd->cmd;
+	struct coll_peer_info pi;
+	struct coll_member *m;
+	struct coll_comm *comm;
+	u32 h, nh, n;
+	int ret = 0;
+
+	if (arg->flags)
+		return -EOPNOTSUPP;
+	if (arg->__reserved || (arg->npeers && !arg->peers_uptr) ||
+	    (arg->npeers && arg->peer_size < offsetofend(struct coll_peer_info,
+							 bytes_received)))
+		return -EINVAL;
+	mutex_lock(&cf->lock);
+	m = xa_load(&cf->members, arg->comm);
+	if (m)
+		kref_get(&m->kref);
+	mutex_unlock(&cf->lock);
+	if (!m)
+		return -ENOENT;
+	comm = m->comm;
+	nh = comm->hosts ? comm->hosts->nhosts : 1;
+	n = min(arg->npeers, nh);
+	for (h = 0; h < n && !ret; h++) {
+		void __user *dst = u64_to_user_ptr(arg->peers_uptr +
+						   (u64)h * arg->peer_size);
+
+		coll_comm_peer_info(comm, comm->hosts ? h : 0, &pi);
+		if (copy_to_user(dst, &pi, min_t(u32, arg->peer_size,
+						 sizeof(pi))) ||
+		    (arg->peer_size > sizeof(pi) &&
+		     clear_user(dst + sizeof(pi),
+				arg->peer_size - sizeof(pi))))
+			ret = -EFAULT;
+	}
+	if (!ret) {
+		arg->out_nranks = comm->nranks;
+		arg->out_rank = m->rank;
+		arg->out_nhosts = nh;
+		arg->out_host = comm->hosts ? comm->hosts->self : 0;
+		arg->out_local_ranks = coll_comm_nlocal(comm);
+		arg->out_serial = comm->serial;
+		if (copy_to_user(ucmd->ubuf, arg,
+				 min_t(u32, ucmd->usize, sizeof(*arg))))
+			ret = -EFAULT;
+	}
+	coll_member_put(m);
 	return ret;
 }
 

@@ -47,10 +47,15 @@
 #include <linux/collective.h>
 
 #include "coll_sched.h"
+#include "coll_wire.h"
 
 struct coll_obuf;
 struct coll_proc;
+struct coll_link;
+struct coll_xtask;
+struct crypto_shash;
 struct net;
+struct socket;
 
 /* Module-wide statistics, read by COLL_INFO. */
 struct coll_stats {
@@ -76,6 +81,9 @@ extern unsigned int coll_spin_ns;
 extern unsigned int coll_max_requests;
 extern unsigned int coll_max_comms;
 extern unsigned int coll_plan_cache_size;
+extern unsigned int coll_port;
+extern unsigned int coll_eager_bytes;
+extern unsigned int coll_peer_timeout_ms;
 
 /* The argument of an ioctl, as the handlers see it (iommufd_ucmd). */
 struct coll_ucmd {
@@ -104,9 +112,45 @@ void coll_kvfree(void *p, size_t size);
 int coll_proc_charge(struct coll_proc **out);
 void coll_proc_uncharge(struct coll_proc *proc);
 
+/* coll_auth.c */
+struct coll_auth {
+	struct crypto_shash *tfm;	/* hmac(sha256) keyed with the id */
+	u8 tag[COLL_WIRE_TAG_BYTES];	/* names the communicator on the wire */
+};
+
+int coll_auth_init(struct coll_auth *auth, const u8 *id);
+void coll_auth_destroy(struct coll_auth *auth);
+int coll_auth_mac(struct coll_auth *auth, const char *label, const void *a,
+		  size_t alen, const void *b, size_t blen, u8 *out);
+bool coll_auth_equal(const u8 *a, const u8 *b);
+
+/* coll_hosts.c: the hosts of a communicator that spans several */
+struct coll_hosts {
+	u32 nhosts;
+	u32 self;			/* this host's index */
+	u32 nlocal;			/* ranks on this host */
+	u32 flags;			/* COLL_COMM_F_* */
+	struct coll_host *tab;		/* nhosts, as the user gave them */
+	u32 *rank_host;			/* nranks: the host of each rank */
+	u32 *host_nranks;		/* nhosts */
+	u8 layout[COLL_WIRE_MAC_BYTES];	/* HMAC(id, tables) */
+	size_t bytes;
+};
+
+int coll_hosts_from_user(const struct coll_comm_init *arg,
+			 struct coll_hosts **out);
+void coll_hosts_free(struct coll_hosts *h);
+bool coll_hosts_equal(const struct coll_hosts *a, const struct coll_hosts *b);
+int coll_hosts_layout(struct coll_hosts *h, struct coll_auth *auth);
+static inline u32 coll_hosts_of(const struct coll_hosts *h, u32 rank)
+{
+	return h->rank_host[rank];
+}
+
 /* coll_comm.c */
 enum coll_comm_state {
-	COLL_COMM_JOINING,
+	COLL_COMM_JOINING,	/* ranks of this host arriving */
+	COLL_COMM_CONNECTING,	/* all here; peer hosts being connected */
 	COLL_COMM_READY,
 	COLL_COMM_GONE,		/* left the registry */
 };
@@ -126,12 +170,28 @@ struct coll_comm {
 	u32 nranks;
 	u32 njoined;			/* coll_comms_lock */
 	enum coll_comm_state state;	/* coll_comms_lock */
+	bool formed;			/* coll_comms_lock: it reached READY */
 	wait_queue_head_t join_wq;
 	spinlock_t lock;		/* dead, tasks, members' next_seq */
 	bool dead;			/* lock */
 	struct list_head tasks;		/* lock: in-flight coll_task.node */
 	struct coll_member **members;	/* coll_comms_lock */
 	struct coll_plan_cache plans;
+
+	/* spanning several hosts (hosts != NULL), all set before publication */
+	struct coll_hosts *hosts;
+	struct coll_auth auth;
+	struct hlist_node tag_node;	/* registry by tag, coll_comms_lock */
+	int join_err;			/* coll_comms_lock: joining failed */
+	unsigned long join_deadline;	/* jiffies, for connecting */
+	struct mutex links_lock;	/* links[], nlinks_up */
+	struct coll_link **links;	/* nhosts; NULL for self */
+	u32 nlinks_up;
+	struct work_struct connect_work;
+	struct work_struct shutdown_work;
+	unsigned long shutdown_queued;	/* bit 0 */
+	u64 next_task_seq;		/* lock: 1 + the last task's seq */
+	struct coll_msg **early;	/* lock: nhosts: READY of the next task */
 };
 
 struct coll_member {
@@ -143,7 +203,11 @@ struct coll_member {
 };
 
 int coll_comm_join(struct coll_file *cf, struct coll_ucmd *ucmd);
+int coll_comm_query(struct coll_file *cf, struct coll_ucmd *ucmd);
 int coll_comm_leave(struct coll_file *cf, u32 handle);
+struct coll_comm *coll_comm_find_tag(struct net *net, const u8 *tag);
+void coll_comm_links_up(struct coll_comm *comm);
+void coll_comm_join_failed(struct coll_comm *comm, int err);
 void coll_comm_leave_all(struct coll_file *cf);
 void coll_comm_put(struct coll_comm *comm);
 void coll_member_put(struct coll_member *m);
@@ -214,6 +278,7 @@ struct coll_task {
 	struct coll_comm *comm;		/* holds a ref */
 	u64 seq;
 	u32 nranks;
+	u32 nlocal;			/* ranks of this host */
 	u32 narrived;			/* comm->lock */
 	spinlock_t lock;		/* state transitions (coll_run.c) */
 	enum coll_task_state state;	/* see coll_task_state() */
@@ -231,8 +296,9 @@ struct coll_task {
 	const struct coll_xport_ops *xport;
 	atomic_t next_chunk;
 	atomic_t round_left;
-	u32 cur_round;			/* release/acquire, see coll_run.c */
+	u32 phase;			/* 2 * round + open, release/acquire */
 	atomic_t nactive;
+	struct coll_xtask *xt;		/* spanning hosts: coll_xhost.c */
 	bool solo;			/* small: the last rank to arrive runs it
 					 * alone, the others just wait for DONE
 					 */
@@ -271,16 +337,121 @@ bool coll_prim_rooted(u32 prim);
 void coll_run_start(struct coll_task *task);
 int coll_run_participate(struct coll_task *task, bool killable);
 void coll_run_abort(struct coll_task *task, int err);
+void coll_run_fail(struct coll_task *task, int err);
+void coll_run_open(struct coll_task *task, u32 round);
 void coll_run_work(struct work_struct *work);
 
 /* coll_xport_local.c: data movement between the pinned pages of local ranks */
 struct coll_xport_ops {
 	const char *name;
-	/* Run one chunk whose places have been checked against the buffers. */
-	void (*chunk)(struct coll_task *task, const struct coll_chunk *ch);
+	/*
+	 * Run one chunk whose places have been checked against the buffers.
+	 * @remote, if not NULL, gives for each source j either NULL (a rank of
+	 * this host) or kernel memory holding exactly the chunk's elements of
+	 * that source (fetched from a peer host).
+	 */
+	void (*chunk)(struct coll_task *task, const struct coll_chunk *ch,
+		      const void *const *remote);
 };
 
 extern const struct coll_xport_ops coll_xport_local;
+
+/* coll_link.c: connections to the modules of peer hosts */
+struct coll_msg {			/* a frame, received or to send */
+	struct list_head node;
+	struct coll_wire_hdr hdr;
+	u32 len;			/* payload bytes */
+	u8 data[];
+};
+
+struct coll_msg *coll_msg_alloc(u32 len);
+void coll_msg_free(struct coll_msg *m);
+
+/* A read of a peer's buffer into kernel memory (coll_xhost.c starts them). */
+struct coll_rread {
+	struct list_head node;		/* the transport's pending reads */
+	struct coll_link *link;		/* holds a ref while pending */
+	u64 seq;
+	u32 rank;			/* a rank of the peer */
+	u32 buf;
+	u64 off;			/* bytes */
+	u64 len;
+	void *sink;
+	u64 cookie;
+	int status;			/* valid once done */
+	bool done;			/* release/acquire */
+	wait_queue_head_t *wq;		/* woken when done */
+};
+
+void coll_rread_complete(struct coll_rread *rr, int status);
+
+struct coll_link_ops {
+	const char *name;
+	/* Queue a frame; takes @m whatever happens.  Never waits for the peer. */
+	int (*send)(struct coll_link *l, struct coll_msg *m);
+	/* Start a read; it completes (coll_rread_complete()) exactly once. */
+	int (*read)(struct coll_link *l, struct coll_rread *rr);
+	/* Stop all I/O; pending reads complete with an error.  May sleep. */
+	void (*shutdown)(struct coll_link *l);
+	void (*free)(struct coll_link *l);
+	void (*info)(struct coll_link *l, struct coll_peer_info *pi);
+};
+
+struct coll_link {
+	struct kref kref;
+	struct coll_comm *comm;		/* holds a ref */
+	u32 host;			/* the peer's index */
+	u32 transport;			/* enum coll_transport */
+	u32 fallback;			/* enum coll_fallback */
+	const struct coll_link_ops *ops;
+	spinlock_t lock;		/* dead, the transport's lists */
+	bool dead;
+	unsigned long last_rx;		/* jiffies */
+	struct delayed_work hb_work;	/* liveness: ping, timeout */
+	atomic64_t bytes_tx;
+	atomic64_t bytes_rx;
+};
+
+void coll_link_init(struct coll_link *l, struct coll_comm *comm, u32 host,
+		    const struct coll_link_ops *ops);
+void coll_link_get(struct coll_link *l);
+void coll_link_put(struct coll_link *l);
+int coll_link_recv(struct coll_link *l, struct coll_msg *m);
+void coll_link_fail(struct coll_link *l, int err, const char *why);
+int coll_link_send(struct coll_link *l, u8 type, u64 seq, u32 round, u64 arg,
+		   const void *payload, u32 len);
+int coll_links_connect(struct coll_comm *comm);
+void coll_links_shutdown(struct coll_comm *comm, bool bye);
+void coll_links_shutdown_async(struct coll_comm *comm);
+void coll_link_discard(struct coll_link *l);
+int coll_link_attach(struct coll_comm *comm, struct coll_link *l);
+
+/* coll_xhost.c: collectives across hosts (rounds, agreement, data) */
+bool coll_xhost_spans(const struct coll_task *task);
+int coll_xtask_alloc(struct coll_task *task, struct coll_comm *comm);
+void coll_xtask_free(struct coll_task *task);
+void coll_xhost_adopt_early(struct coll_task *task);
+void coll_xhost_start(struct coll_task *task);
+void coll_xhost_finished(struct coll_task *task, u32 round);
+void coll_xhost_failed(struct coll_task *task, int err);
+int coll_xhost_on_ready(struct coll_link *l, struct coll_msg *m);
+int coll_xhost_on_abort(struct coll_link *l, struct coll_msg *m);
+bool coll_xhost_local(const struct coll_task *task, u32 rank);
+int coll_xhost_fetch(struct coll_task *task, const struct coll_chunk *ch,
+		     const void **src, void **staging, size_t *staging_len);
+int coll_xhost_serve_read(struct coll_link *l, u64 seq,
+			  const struct coll_wire_read *rd,
+			  struct coll_task **task, struct coll_obuf **ob,
+			  u64 *pos);
+
+/* coll_net.c: listening for peer hosts, per network namespace */
+int coll_net_init(void);
+void coll_net_exit(void);
+int coll_net_listen(struct net *net);
+
+/* coll_xport_tcp.c: the TCP transport */
+int coll_tcp_connect(struct coll_comm *comm, u32 host, unsigned long deadline);
+void coll_tcp_accepted(struct net *net, struct socket *sock);
 
 /* coll_req.c: non-blocking requests */
 struct coll_req {
@@ -307,6 +478,7 @@ struct coll_obuf {
 	unsigned int first_off;		/* offset of the buffer in page 0 */
 	u64 len;
 	bool writable;
+	bool kernel;			/* kernel pages (a snapshot), not pinned */
 	struct mm_struct *mm;		/* mmgrab'ed: pinned_vm is charged there */
 };
 
@@ -317,6 +489,8 @@ static inline struct page *coll_obuf_page(const struct coll_obuf *ob,
 }
 
 int coll_obuf_pin(u64 uaddr, u64 len, bool writable, struct coll_obuf **out);
+int coll_obuf_snapshot(const struct coll_obuf *src, u64 pos, u64 len,
+		       struct coll_obuf **out);
 void coll_obuf_release(struct coll_obuf *ob);
 
 /* coll_reduce.c */

@@ -60,6 +60,21 @@ module_param_named(max_comms, coll_max_comms, uint, 0644);
 MODULE_PARM_DESC(max_comms,
 		 "Communicators one process may be a member of (EMFILE beyond)");
 
+unsigned int coll_port = 20571;
+module_param_named(port, coll_port, uint, 0444);
+MODULE_PARM_DESC(port,
+		 "TCP port the module listens on for the modules of peer hosts (per network namespace)");
+
+unsigned int coll_eager_bytes = 65536;
+module_param_named(eager_bytes, coll_eager_bytes, uint, 0644);
+MODULE_PARM_DESC(eager_bytes,
+		 "A round moving at most this much from one host to another sends it with its READY (copy path); more is read (zero-copy)");
+
+unsigned int coll_peer_timeout_ms = 3000;
+module_param_named(peer_timeout_ms, coll_peer_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(peer_timeout_ms,
+		 "A peer host that says nothing for this long is dead: its communicators fail with ECONNRESET");
+
 unsigned int coll_plan_cache_size = 16;
 module_param_named(plan_cache, coll_plan_cache_size, uint, 0644);
 MODULE_PARM_DESC(plan_cache,
@@ -134,6 +149,8 @@ static int coll_ioctl_info(struct coll_file *cf, struct coll_ucmd *ucmd)
 	arg->out_plans = atomic64_read(&coll_stats.plans);
 	arg->out_max_requests = READ_ONCE(coll_max_requests);
 	arg->out_max_comms = READ_ONCE(coll_max_comms);
+	arg->out_port = READ_ONCE(coll_port);
+	arg->out_rdma_devs = 0;
 	/* Nothing else happens: write it all back, as much as the caller has. */
 	if (copy_to_user(ucmd->ubuf, arg,
 			 min_t(u32, ucmd->usize, sizeof(*arg))))
@@ -169,6 +186,7 @@ union coll_ucmd_buffer {
 	struct coll_comm_destroy comm_destroy;
 	struct coll_op op;
 	struct coll_wait wait;
+	struct coll_comm_query query;
 };
 
 /*
@@ -202,6 +220,8 @@ static const struct coll_ioctl_op coll_ioctl_ops[] = {
 		      timeout_ms),
 	COLL_IOCTL_OP(COLL_TEST, coll_ioctl_test, struct coll_wait,
 		      timeout_ms),
+	COLL_IOCTL_OP(COLL_COMM_QUERY, coll_comm_query, struct coll_comm_query,
+		      __reserved),
 };
 
 static long coll_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -257,11 +277,16 @@ static int __init coll_init(void)
 	coll_wq = alloc_workqueue("collective", WQ_UNBOUND, 0);
 	if (!coll_wq)
 		return -ENOMEM;
-	ret = misc_register(&coll_misc);
+	ret = coll_net_init();
 	if (ret)
 		goto err_destroy_wq;
+	ret = misc_register(&coll_misc);
+	if (ret)
+		goto err_net_exit;
 	return 0;
 
+err_net_exit:
+	coll_net_exit();
 err_destroy_wq:
 	destroy_workqueue(coll_wq);
 	return ret;
@@ -270,6 +295,7 @@ err_destroy_wq:
 static void __exit coll_exit(void)
 {
 	misc_deregister(&coll_misc);
+	coll_net_exit();
 	destroy_workqueue(coll_wq);
 }
 

@@ -125,13 +125,15 @@ static struct coll_task *coll_match_publish(struct coll_member *m,
 		task->comm = comm;
 		list_add_tail(&task->node, &comm->tasks);
 		atomic64_inc(&coll_stats.ops);
+		if (task->xt)
+			coll_xhost_adopt_early(task);
 	}
 	m->next_seq++;
 	sub->task = task;
 	task->sub[m->rank] = sub;
 	if (!sub->req)
 		coll_task_get(task);	/* the blocking caller's */
-	*start = ++task->narrived == task->nranks;
+	*start = ++task->narrived == task->nlocal;
 	if (*start)
 		coll_task_get(task);	/* the starter's */
 	trace_coll_op_submit(task, m->rank, &sub->desc, !!sub->req);

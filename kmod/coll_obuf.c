@@ -16,6 +16,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
+#include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -42,17 +43,22 @@ static unsigned long coll_obuf_leaf_pages(const struct coll_obuf *ob,
 		     ob->npages - leaf * COLL_OBUF_LEAF);
 }
 
-/* Unpin the first @npinned pages and free the leaves. */
+/* Unpin (or free) the first @npinned pages and free the leaves. */
 static void coll_obuf_unpin(struct coll_obuf *ob, unsigned long npinned,
 			    struct page **leaf0)
 {
-	unsigned long l, n;
+	unsigned long l, n, i;
 
 	for (l = 0; npinned; l++) {
 		struct page **leaf = ob->leaves ? ob->leaves[l] : leaf0;
 
 		n = min_t(unsigned long, npinned, coll_obuf_leaf_pages(ob, l));
-		unpin_user_pages_dirty_lock(leaf, n, ob->writable);
+		if (ob->kernel) {
+			for (i = 0; i < n; i++)
+				__free_page(leaf[i]);
+		} else {
+			unpin_user_pages_dirty_lock(leaf, n, ob->writable);
+		}
 		npinned -= n;
 	}
 	if (ob->leaves) {
@@ -183,6 +189,73 @@ err_drop_mm:
 }
 
 /**
+ * coll_obuf_snapshot() - a copy of bytes of an obuf, in kernel pages
+ * @src: the obuf
+ * @pos: byte position in @src
+ * @len: bytes, > 0
+ * @out: the copy, an obuf of kernel pages (charged to the caller's memory
+ *       cgroup, not to RLIMIT_MEMLOCK)
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int coll_obuf_snapshot(const struct coll_obuf *src, u64 pos, u64 len,
+		       struct coll_obuf **out)
+{
+	struct coll_obuf *ob;
+	unsigned long i, l;
+	u64 done = 0;
+
+	ob = coll_kvzalloc(sizeof(*ob));
+	if (!ob)
+		return -ENOMEM;
+	ob->kernel = true;
+	ob->len = len;
+	ob->npages = DIV_ROUND_UP(len, PAGE_SIZE);
+	ob->nleaves = DIV_ROUND_UP(ob->npages, COLL_OBUF_LEAF);
+	ob->leaves = coll_kvzalloc(ob->nleaves * sizeof(*ob->leaves));
+	if (!ob->leaves)
+		goto err_free;
+	for (l = 0; l < ob->nleaves; l++) {
+		ob->leaves[l] = coll_kvzalloc(PAGE_SIZE);
+		if (!ob->leaves[l])
+			goto err_free;
+	}
+	for (i = 0; i < ob->npages; i++) {
+		struct page *pg = alloc_page(GFP_KERNEL_ACCOUNT |
+					     __GFP_NOWARN);
+
+		if (!pg) {
+			coll_obuf_unpin(ob, i, NULL);
+			coll_kvfree(ob, sizeof(*ob));
+			return -ENOMEM;
+		}
+		ob->leaves[i / COLL_OBUF_LEAF][i % COLL_OBUF_LEAF] = pg;
+	}
+	while (done < len) {
+		u64 at = src->first_off + pos + done;
+		unsigned int so = offset_in_page(at);
+		unsigned int d = offset_in_page(done);
+		size_t n = min_t(u64, len - done,
+				 min(PAGE_SIZE - so, PAGE_SIZE - d));
+		u8 *s = kmap_local_page(coll_obuf_page(src, at >> PAGE_SHIFT));
+		u8 *t = kmap_local_page(coll_obuf_page(ob, done >> PAGE_SHIFT));
+
+		memcpy(t + d, s + so, n);
+		kunmap_local(t);
+		kunmap_local(s);
+		done += n;
+		cond_resched();
+	}
+	*out = ob;
+	return 0;
+
+err_free:
+	coll_obuf_unpin(ob, 0, NULL);
+	coll_kvfree(ob, sizeof(*ob));
+	return -ENOMEM;
+}
+
+/**
  * coll_obuf_release() - unpin and free
  * @ob: the obuf, or NULL
  *
@@ -193,8 +266,10 @@ void coll_obuf_release(struct coll_obuf *ob)
 	if (!ob)
 		return;
 	coll_obuf_unpin(ob, ob->npages, NULL);
-	atomic64_sub(ob->npages, &ob->mm->pinned_vm);
-	atomic64_sub(ob->npages, &coll_stats.pinned_pages);
-	mmdrop(ob->mm);
+	if (!ob->kernel) {
+		atomic64_sub(ob->npages, &ob->mm->pinned_vm);
+		atomic64_sub(ob->npages, &coll_stats.pinned_pages);
+		mmdrop(ob->mm);
+	}
 	coll_kvfree(ob, sizeof(*ob));
 }

@@ -114,16 +114,15 @@ static void coll_run_end(struct coll_task *task, bool aborted)
 		coll_run_finish(task);
 }
 
-/**
- * coll_run_abort() - fail a collective on every rank
- * @task: the collective; the caller holds a reference
- * @err: negative errno
- *
- * Executors stop claiming chunks; the task becomes DONE once the last one
- * has left, so no buffer is touched after a waiter returns.  Called by
- * coll_comm_kill(), after the communicator is marked dead.
+/*
+ * Fail a collective: executors stop claiming chunks; the task becomes DONE
+ * once the last one has left, so no buffer is touched after a waiter
+ * returns.  A task still ARRIVING ends at once only if @now (the
+ * communicator is dead, so no rank will arrive); otherwise it keeps the
+ * error and ends when its last rank arrives (coll_run_start()), so that
+ * the ranks still to come find it rather than start a new one.
  */
-void coll_run_abort(struct coll_task *task, int err)
+static void coll_run_stop(struct coll_task *task, int err, bool now)
 {
 	bool fin = false;
 
@@ -132,8 +131,9 @@ void coll_run_abort(struct coll_task *task, int err)
 		coll_task_set_status(task, err);
 		/* status before nactive: pairs with coll_exec_enter() */
 		smp_mb();
-		if (task->state == COLL_TASK_ARRIVING ||
-		    !atomic_read(&task->nactive)) {
+		if ((task->state == COLL_TASK_ARRIVING && now) ||
+		    (task->state == COLL_TASK_RUNNING &&
+		     !atomic_read(&task->nactive))) {
 			coll_task_set_state(task, COLL_TASK_DONE);
 			fin = true;
 		}
@@ -143,6 +143,28 @@ void coll_run_abort(struct coll_task *task, int err)
 		coll_run_finish(task);
 	else
 		wake_up_all(&task->wq);
+}
+
+/**
+ * coll_run_abort() - fail a collective on every rank: its communicator died
+ * @task: the collective; the caller holds a reference
+ * @err: negative errno
+ *
+ * Called by coll_comm_kill(), after the communicator is marked dead.
+ */
+void coll_run_abort(struct coll_task *task, int err)
+{
+	coll_run_stop(task, err, true);
+}
+
+/**
+ * coll_run_fail() - fail a collective, the communicator living on
+ * @task: the collective; the caller holds a reference
+ * @err: negative errno
+ */
+void coll_run_fail(struct coll_task *task, int err)
+{
+	coll_run_stop(task, err, false);
 }
 
 /* ---- execution ------------------------------------------------------- */
@@ -157,6 +179,8 @@ static bool coll_run_place_ok(const struct coll_task *task,
 	if (p->rank >= task->nranks || p->buf > COLL_SBUF_RECV)
 		return false;
 	sub = task->sub[p->rank];
+	if (!sub)
+		return false;
 	ob = sub->ob[p->buf];
 	if (!ob || check_add_overflow(p->off, n, &end) ||
 	    check_mul_overflow(end, (u64)task->esize, &end) ||
@@ -184,56 +208,118 @@ static bool coll_run_chunk_ok(const struct coll_task *task,
 	for (j = 0; j < st->nsrc; j++) {
 		coll_step_src(task->sched, st, ch->a, ch->b, j, &p);
 		p.off += ch->elem;
+		/* another host's: it checks what it serves */
+		if (p.rank < task->nranks && !coll_xhost_local(task, p.rank))
+			continue;
 		if (!coll_run_place_ok(task, &p, ch->n, swap))
 			return false;
 	}
 	return true;
 }
 
+/*
+ * A chunk with sources on other hosts: fetch them (in pieces small enough
+ * for the staging limit) and run each piece through the transport.
+ */
+static int coll_exec_remote(struct coll_task *task, const struct coll_chunk *ch)
+{
+	u32 nsrc = ch->step->nsrc;
+	u64 per = max_t(u64, 1, (1U << 20) / task->esize / nsrc), done = 0;
+	const void **src;
+	int err = 0;
+
+	src = kcalloc(nsrc, sizeof(*src), GFP_KERNEL);
+	if (!src)
+		return -ENOMEM;
+	while (!err && done < ch->n) {
+		struct coll_chunk piece = *ch;
+		void *staging;
+		size_t slen;
+
+		piece.elem = ch->elem + done;
+		piece.n = min(per, ch->n - done);
+		err = coll_xhost_fetch(task, &piece, src, &staging, &slen);
+		if (!err)
+			task->xport->chunk(task, &piece, src);
+		kvfree(staging);
+		done += piece.n;
+	}
+	kfree(src);
+	return err;
+}
+
 /* Run chunk @c of round @round. */
 static void coll_exec_chunk(struct coll_task *task, u32 round, u32 c)
 {
 	struct coll_chunk ch;
+	struct coll_place dst;
+	int err = 0;
 
 	coll_sched_chunk(task->sched, round, c, &ch);
 	if (!ch.n)
 		return;		/* an empty or short instance */
+	if (task->xt) {
+		coll_step_inst(task->sched, ch.step, ch.a, ch.b, &dst);
+		if (!coll_xhost_local(task, dst.rank))
+			return;	/* another host's */
+	}
 	trace_coll_chunk(task, round, ch.step - task->sched->steps, ch.a,
 			 ch.b, ch.elem, ch.n);
-	if (WARN_ON_ONCE(!coll_run_chunk_ok(task, &ch))) {
+	if (WARN_ON_ONCE(!coll_run_chunk_ok(task, &ch)))
+		err = -EINVAL;
+	else if (task->xt)
+		err = coll_exec_remote(task, &ch);
+	else
+		task->xport->chunk(task, &ch, NULL);
+	if (err) {
 		spin_lock(&task->lock);
-		coll_task_set_status(task, -EINVAL);
+		coll_task_set_status(task, err);
 		spin_unlock(&task->lock);
-		return;
 	}
-	task->xport->chunk(task, &ch);
 }
 
-/* The last chunk of @round is done: open the next round or complete. */
-static void coll_exec_advance(struct coll_task *task, u32 round)
+/**
+ * coll_run_open() - round @round may be claimed (spanning hosts: the gate
+ * in coll_xhost.c says so)
+ * @task: the task
+ * @round: the round; nrounds ends the task
+ */
+void coll_run_open(struct coll_task *task, u32 round)
 {
 	const struct coll_sched *s = task->sched;
-	u32 next = round + 1;
 
-	if (next == s->nrounds) {
+	if (round == s->nrounds) {
 		coll_run_end(task, false);
 		return;
 	}
-	atomic_set(&task->round_left, coll_sched_round_end(s, next) -
-		   coll_sched_round_end(s, round));
-	/* round_left before cur_round: pairs with the acquire loads below */
-	smp_store_release(&task->cur_round, next);
+	atomic_set(&task->round_left, coll_sched_round_end(s, round) -
+		   (round ? coll_sched_round_end(s, round - 1) : 0));
+	/* round_left before phase: pairs with the acquire loads below */
+	smp_store_release(&task->phase, 2 * round + 1);
 	wake_up_all(&task->wq);
+}
+
+/* The last chunk of @round is done here: open the next round or complete. */
+static void coll_exec_advance(struct coll_task *task, u32 round)
+{
+	if (!task->xt) {
+		coll_run_open(task, round + 1);
+		return;
+	}
+	/* Closed until the peers are ready for it too. */
+	smp_store_release(&task->phase, 2 * (round + 1));
+	coll_xhost_finished(task, round);
 }
 
 typedef bool (*coll_exec_cond)(struct coll_task *task, u32 round);
 
-static bool coll_exec_moved(struct coll_task *task, u32 round)
+/* The phase moved on from @phase (or the task is over). */
+static bool coll_exec_moved(struct coll_task *task, u32 phase)
 {
 	if (READ_ONCE(task->status) || coll_task_state(task) == COLL_TASK_DONE)
 		return true;
-	/* pairs with smp_store_release() in coll_exec_advance() */
-	return smp_load_acquire(&task->cur_round) != round;
+	/* pairs with smp_store_release() in coll_run_open() */
+	return smp_load_acquire(&task->phase) != phase;
 }
 
 static bool coll_exec_done(struct coll_task *task, u32 round)
@@ -311,24 +397,25 @@ static void coll_exec_leave(struct coll_task *task)
 		coll_run_end(task, true);
 }
 
-/* The round to work on, or false if there is nothing left to do. */
-static bool coll_exec_round(struct coll_task *task, u32 *round)
+/* Is there nothing left for executors to do? */
+static bool coll_exec_over(struct coll_task *task)
 {
-	if (READ_ONCE(task->status) || coll_exec_done(task, 0))
-		return false;
-	/* pairs with smp_store_release() in coll_exec_advance() */
-	*round = smp_load_acquire(&task->cur_round);
-	return *round < task->sched->nrounds;
+	return READ_ONCE(task->status) || coll_exec_done(task, 0);
 }
 
-/* A small collective, in the caller's thread alone. */
+/* A small collective, in the caller's thread alone (one host only). */
 static void coll_exec_solo(struct coll_task *task)
 {
-	u32 round;
+	u32 phase;
 
 	coll_exec_enter(task);
-	while (coll_exec_round(task, &round))
-		coll_exec_claim(task, round, false);
+	while (!coll_exec_over(task)) {
+		/* pairs with smp_store_release() in coll_run_open() */
+		phase = smp_load_acquire(&task->phase);
+		if (WARN_ON_ONCE(!(phase & 1)))
+			break;
+		coll_exec_claim(task, phase / 2, false);
+	}
 	coll_exec_leave(task);
 }
 
@@ -342,8 +429,8 @@ static void coll_exec_solo(struct coll_task *task)
  */
 int coll_run_participate(struct coll_task *task, bool killable)
 {
-	bool killed;
-	u32 round;
+	bool killed = false;
+	u32 phase;
 
 	if (coll_exec_sleep(task, killable, coll_exec_started, 0))
 		goto killed;
@@ -352,12 +439,15 @@ int coll_run_participate(struct coll_task *task, bool killable)
 		goto wait_done;
 
 	coll_exec_enter(task);
-	while (coll_exec_round(task, &round)) {
-		killed = coll_exec_claim(task, round, killable);
+	while (!coll_exec_over(task)) {
+		/* pairs with smp_store_release() in coll_run_open() */
+		phase = smp_load_acquire(&task->phase);
+		if (phase & 1)
+			killed = coll_exec_claim(task, phase / 2, killable);
 		/* Everything of this round is claimed: wait for the next. */
 		coll_exec_leave(task);
 		if (killed ||
-		    coll_exec_sleep(task, killable, coll_exec_moved, round))
+		    coll_exec_sleep(task, killable, coll_exec_moved, phase))
 			goto killed;
 		coll_exec_enter(task);
 	}
@@ -403,17 +493,52 @@ static bool coll_desc_equal(const struct coll_desc *a,
 	       (a->prim != COLL_ALLTOALL || a->inplace == b->inplace);
 }
 
+/*
+ * In-place AlltoAll across hosts: a rank's blocks are read by peers while
+ * it receives theirs, so each local rank sends from a kernel copy of its
+ * buffer taken now, and the plan is the out-of-place one.
+ */
+static int coll_run_snapshot(struct coll_task *task)
+{
+	u32 r;
+	int err;
+
+	for (r = 0; r < task->nranks; r++) {
+		struct coll_sub *sub = task->sub[r];
+		struct coll_obuf *snap;
+
+		if (!sub)
+			continue;
+		err = coll_obuf_snapshot(sub->ob[COLL_SBUF_RECV],
+					 sub->base[COLL_SBUF_RECV],
+					 task->esize * task->desc.count *
+					 task->nranks, &snap);
+		if (err)
+			return err;
+		sub->ob[COLL_SBUF_SEND] = snap;
+		sub->base[COLL_SBUF_SEND] = 0;
+	}
+	return 0;
+}
+
 /* Agreement, algorithm, plan and counters, before anyone runs. */
 static int coll_run_prepare(struct coll_task *task)
 {
-	const struct coll_desc *d0 = &task->sub[0]->desc;
+	const struct coll_desc *d0 = NULL;
 	struct coll_plan_key key = {};
 	struct coll_plan *plan;
 	u32 r;
+	int err;
 
-	for (r = 1; r < task->nranks; r++)
-		if (!coll_desc_equal(d0, &task->sub[r]->desc))
+	/* The ranks of this host; hosts agree at round 0 (coll_xhost.c). */
+	for (r = 0; r < task->nranks; r++) {
+		if (!task->sub[r])
+			continue;
+		if (!d0)
+			d0 = &task->sub[r]->desc;
+		else if (!coll_desc_equal(d0, &task->sub[r]->desc))
 			return -EPROTO;
+	}
 	task->desc = *d0;
 	task->esize = d0->prim == COLL_BARRIER ? 1 : coll_dtype_size(d0->dtype);
 	task->bytes = d0->count * task->esize;
@@ -427,8 +552,15 @@ static int coll_run_prepare(struct coll_task *task)
 			  task->esize);
 	key.exec_chunk = max_t(u64, 1, READ_ONCE(coll_exec_chunk_bytes) /
 			       task->esize);
-	if (d0->prim == COLL_ALLTOALL && d0->inplace)
-		key.flags |= COLL_SCHED_F_INPLACE;
+	if (d0->prim == COLL_ALLTOALL && d0->inplace) {
+		if (task->xt && d0->count) {
+			err = coll_run_snapshot(task);
+			if (err)
+				return err;
+		} else {
+			key.flags |= COLL_SCHED_F_INPLACE;
+		}
+	}
 	plan = coll_plan_get(task->comm, &key);
 	if (IS_ERR(plan))
 		return PTR_ERR(plan);
@@ -436,11 +568,17 @@ static int coll_run_prepare(struct coll_task *task)
 	task->sched = &plan->sched;
 	task->xport = &coll_xport_local;
 	atomic_set(&task->next_chunk, 0);
-	task->cur_round = 0;
-	if (task->sched->nrounds)
-		atomic_set(&task->round_left,
-			   coll_sched_round_end(task->sched, 0));
-	task->solo = task->bytes * task->nranks <= READ_ONCE(coll_solo_bytes);
+	if (task->xt) {
+		task->phase = 0;	/* round 0 opens when the peers are ready */
+		task->solo = false;
+	} else {
+		task->phase = 1;
+		if (task->sched->nrounds)
+			atomic_set(&task->round_left,
+				   coll_sched_round_end(task->sched, 0));
+		task->solo = task->bytes * task->nranks <=
+			     READ_ONCE(coll_solo_bytes);
+	}
 	return 0;
 }
 
@@ -452,17 +590,23 @@ static int coll_run_prepare(struct coll_task *task)
  */
 void coll_run_start(struct coll_task *task)
 {
-	int err = coll_run_prepare(task);
-	bool fin = false;
+	int err = READ_ONCE(task->status);	/* a peer host aborted it */
+	bool fin = false, tell = false;
 	u32 r;
 
+	if (!err) {
+		err = coll_run_prepare(task);
+		tell = err && task->xt;
+	}
 	trace_coll_op_start(task, err);
+	if (tell)
+		coll_xhost_failed(task, err);	/* the peers wait for us */
 	spin_lock(&task->lock);
 	if (task->state == COLL_TASK_DONE) {	/* aborted meanwhile */
 		spin_unlock(&task->lock);
 		return;
 	}
-	if (err || !task->sched->nrounds) {
+	if (err || (!task->xt && !task->sched->nrounds)) {
 		coll_task_set_status(task, err);
 		coll_task_set_state(task, COLL_TASK_DONE);
 		fin = true;
@@ -484,9 +628,11 @@ void coll_run_start(struct coll_task *task)
 	for (r = 0; r < task->nranks; r++) {
 		struct coll_sub *sub = task->sub[r];
 
-		if (!sub->req)
+		if (!sub || !sub->req)
 			continue;
 		coll_task_get(task);	/* the work item's */
 		queue_work(coll_wq, &sub->work);
 	}
+	if (task->xt)
+		coll_xhost_start(task);
 }

@@ -171,15 +171,22 @@ struct coll_task *coll_task_alloc(struct coll_comm *comm)
 	spin_lock_init(&task->lock);
 	init_waitqueue_head(&task->wq);
 	task->nranks = comm->nranks;
+	task->nlocal = comm->hosts ? comm->hosts->nlocal : comm->nranks;
 	task->state = COLL_TASK_ARRIVING;
+	if (comm->hosts && coll_xtask_alloc(task, comm)) {
+		coll_kvfree(task, bytes);
+		return NULL;
+	}
 	return task;
 }
 
 /* A task allocated by coll_task_alloc() that was never published. */
 void coll_task_free_unused(struct coll_task *task)
 {
-	if (task)
-		coll_kvfree(task, task->alloc_bytes);
+	if (!task)
+		return;
+	coll_xtask_free(task);
+	coll_kvfree(task, task->alloc_bytes);
 }
 
 static void coll_task_free(struct coll_task *task)
@@ -188,6 +195,7 @@ static void coll_task_free(struct coll_task *task)
 
 	for (r = 0; r < task->nranks; r++)
 		coll_sub_free(task->sub[r]);
+	coll_xtask_free(task);
 	coll_plan_put(task->plan);
 	if (task->comm)
 		coll_comm_put(task->comm);

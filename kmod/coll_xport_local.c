@@ -15,10 +15,14 @@
 
 #include "coll_loc.h"
 
-/* A place in a rank's buffer: the obuf and a byte position in it. */
+/*
+ * A place in a rank's buffer: the obuf and a byte position in it; or, for a
+ * source fetched from another host, kernel memory (lin) holding the chunk.
+ */
 struct coll_cur {
 	struct coll_obuf *ob;
 	u64 pos;
+	u8 *lin;
 };
 
 static struct coll_cur coll_cur_of(const struct coll_task *task,
@@ -34,15 +38,26 @@ static struct coll_cur coll_cur_of(const struct coll_task *task,
 
 static unsigned int coll_cur_page_left(const struct coll_cur *c, u64 done)
 {
+	if (c->lin)
+		return UINT_MAX;
 	return PAGE_SIZE - offset_in_page(c->ob->first_off + c->pos + done);
 }
 
 static void *coll_cur_map(const struct coll_cur *c, u64 done)
 {
-	u64 at = c->ob->first_off + c->pos + done;
+	u64 at;
 
+	if (c->lin)
+		return c->lin + done;
+	at = c->ob->first_off + c->pos + done;
 	return kmap_local_page(coll_obuf_page(c->ob, at >> PAGE_SHIFT)) +
 	       offset_in_page(at);
+}
+
+static void coll_cur_unmap(const struct coll_cur *c, void *p)
+{
+	if (!c->lin)
+		kunmap_local(p);
 }
 
 /* Byte copies for an element that straddles a page boundary. */
@@ -54,7 +69,7 @@ static void coll_cur_read(const struct coll_cur *c, u64 done, u8 *buf,
 		u8 *p = coll_cur_map(c, done);
 
 		memcpy(buf, p, n);
-		kunmap_local(p);
+		coll_cur_unmap(c, p);
 		buf += n;
 		done += n;
 		len -= n;
@@ -69,7 +84,7 @@ static void coll_cur_write(const struct coll_cur *c, u64 done, const u8 *buf,
 		u8 *p = coll_cur_map(c, done);
 
 		memcpy(p, buf, n);
-		kunmap_local(p);
+		coll_cur_unmap(c, p);
 		buf += n;
 		done += n;
 		len -= n;
@@ -96,6 +111,7 @@ static void coll_swap_bytes(u8 *a, u8 *b, unsigned int len)
 struct coll_range {
 	const struct coll_task *task;
 	const struct coll_chunk *ch;
+	const void *const *remote;
 	struct coll_cur dst;
 	coll_reduce_fn fn;
 	bool fpu;
@@ -106,6 +122,8 @@ static struct coll_cur coll_range_src(const struct coll_range *r, u32 j)
 {
 	struct coll_place p;
 
+	if (r->remote && r->remote[j])
+		return (struct coll_cur){ .lin = (u8 *)r->remote[j] };
 	coll_step_src(r->task->sched, r->ch->step, r->ch->a, r->ch->b, j, &p);
 	return coll_cur_of(r->task, &p, r->ch->elem);
 }
@@ -148,7 +166,7 @@ static void coll_range_window(const struct coll_range *r, u64 done,
 {
 	const struct coll_step *st = r->ch->step;
 	size_t n = len / r->task->esize;
-	struct coll_cur s;
+	struct coll_cur s, t;
 	void *d, *a, *b;
 	u32 j;
 
@@ -158,38 +176,39 @@ static void coll_range_window(const struct coll_range *r, u64 done,
 	switch (st->kind) {
 	case COLL_STEP_COPY:
 		memcpy(d, a, len);
-		kunmap_local(a);
+		coll_cur_unmap(&s, a);
 		break;
 	case COLL_STEP_SWAP:
 		coll_swap_bytes(d, a, len);
-		kunmap_local(a);
+		coll_cur_unmap(&s, a);
 		break;
 	case COLL_STEP_REDUCE:
-		s = coll_range_src(r, 1);
-		b = coll_cur_map(&s, done);
+		t = coll_range_src(r, 1);
+		b = coll_cur_map(&t, done);
 		r->fn(d, a, b, n);
-		kunmap_local(b);
-		kunmap_local(a);
+		coll_cur_unmap(&t, b);
+		coll_cur_unmap(&s, a);
 		for (j = 2; j < st->nsrc; j++) {
-			s = coll_range_src(r, j);
-			b = coll_cur_map(&s, done);
+			t = coll_range_src(r, j);
+			b = coll_cur_map(&t, done);
 			r->fn(d, d, b, n);
-			kunmap_local(b);
+			coll_cur_unmap(&t, b);
 		}
 		if (r->avg)
 			coll_reduce_div(r->task->desc.dtype, d, n,
 					r->task->nranks);
 		break;
 	}
-	kunmap_local(d);
+	coll_cur_unmap(&r->dst, d);
 }
 
 /* Elements [ch->elem, ch->elem + ch->n) of one instance. */
 static void coll_xport_local_chunk(struct coll_task *task,
-				   const struct coll_chunk *ch)
+				   const struct coll_chunk *ch,
+				   const void *const *remote)
 {
 	const struct coll_step *st = ch->step;
-	struct coll_range r = { .task = task, .ch = ch };
+	struct coll_range r = { .task = task, .ch = ch, .remote = remote };
 	unsigned int es = task->esize;
 	u64 done = 0, total = ch->n * es;
 	struct coll_place p;
@@ -199,7 +218,7 @@ static void coll_xport_local_chunk(struct coll_task *task,
 	coll_step_inst(task->sched, st, ch->a, ch->b, &p);
 	r.dst = coll_cur_of(task, &p, ch->elem);
 	s = coll_range_src(&r, 0);
-	if (st->kind == COLL_STEP_COPY && s.ob == r.dst.ob &&
+	if (st->kind == COLL_STEP_COPY && !s.lin && s.ob == r.dst.ob &&
 	    s.pos == r.dst.pos)
 		return;		/* in place: already there */
 	if (st->kind == COLL_STEP_REDUCE) {

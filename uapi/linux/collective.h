@@ -63,15 +63,23 @@
  * - EBUSY: the rank is already taken in that communicator (joining a full
  *   communicator).
  * - EPROTO: the ranks of a communicator disagree: a different nranks for the
- *   same id, or a collective whose primitive, count, type, op, root or
- *   algorithm differs between ranks.  The collective fails on every rank
- *   without touching any buffer; the communicator stays usable.
- * - ETIMEDOUT: not every rank joined within the join timeout (for example a
- *   wrong id), or a wait timed out (the request stays pending).
+ *   same id, different host tables (local ranks or peer hosts), or a
+ *   collective whose primitive, count, type, op, root or algorithm differs
+ *   between ranks.  A collective that disagrees fails on every rank without
+ *   touching any buffer; the communicator stays usable.
+ * - ETIMEDOUT: not every rank (or peer host) joined within the join timeout
+ *   (for example a wrong id), or a wait timed out (the request stays
+ *   pending).
+ * - EHOSTUNREACH: COLL_COMM_F_REQUIRE_RDMA and a peer host is not reached
+ *   over RDMA.
+ * - EADDRNOTAVAIL: a communicator that spans hosts, but the module cannot
+ *   listen in the caller's network namespace (the port is taken).
  * - EAGAIN: COLL_TEST on a request that is not complete yet.
  * - ECONNRESET: a peer rank left the communicator (closed its descriptor,
  *   destroyed the communicator or was killed), or a thread of any member
- *   got a fatal signal in the middle of a collective.  The communicator is
+ *   got a fatal signal in the middle of a collective, or a peer host's
+ *   connection failed, stopped answering (module parameter
+ *   peer_timeout_ms) or sent a message that does not validate.  The communicator is
  *   then dead for every member and every holder of a member's descriptor
  *   (after fork or SCM_RIGHTS): every pending and later collective on it
  *   fails with ECONNRESET.
@@ -84,6 +92,7 @@
 
 /* Limits */
 #define COLL_MAX_RANKS		1024
+#define COLL_MAX_HOSTS		COLL_MAX_RANKS
 #define COLL_MAX_BYTES		_BITULL(40)
 #define COLL_ID_BYTES		16
 
@@ -95,6 +104,7 @@ enum {
 	COLL_CMD_SUBMIT,
 	COLL_CMD_WAIT,
 	COLL_CMD_TEST,
+	COLL_CMD_COMM_QUERY,
 };
 
 /**
@@ -115,7 +125,10 @@ enum {
  * @out_plans: cached plans, all communicators
  * @out_max_requests: requests not collected one descriptor may hold
  * @out_max_comms: communicators one process may be a member of
- * @__reserved: 0
+ * @out_port: the port the module listens on for its peers on other hosts,
+ *            in the caller's network namespace (module parameter port);
+ *            0 if it cannot listen there
+ * @out_rdma_devs: RDMA devices the module can use
  *
  * Needs no communicator; any process that can open the device may ask.
  * Fields after @out_bytes_total came with ABI version 2; a caller passing
@@ -136,33 +149,69 @@ struct coll_info {
 	__aligned_u64 out_plans;
 	__u32 out_max_requests;
 	__u32 out_max_comms;
+	__u32 out_port;
+	__u32 out_rdma_devs;
 };
 
 #define COLL_INFO _IO(COLL_TYPE, COLL_CMD_INFO)
 
 /**
+ * struct coll_host - a host of a communicator that spans several hosts
+ * @addr: the address its module is reached at: IPv6, or IPv4-mapped IPv6
+ *        (::ffff:a.b.c.d) for IPv4
+ * @port: the port that module listens on (%out_port of COLL_INFO there),
+ *        host byte order
+ * @__reserved16: must be 0
+ * @__reserved: must be 0
+ */
+struct coll_host {
+	__u8 addr[16];
+	__u16 port;
+	__u16 __reserved16;
+	__u32 __reserved;
+};
+
+/* struct coll_comm_init flags */
+#define COLL_COMM_F_REQUIRE_RDMA _BITUL(0)	/* no TCP fallback */
+#define COLL_COMM_F_TCP		_BITUL(1)	/* TCP even where RDMA reaches */
+#define COLL_COMM_F_ALL		(COLL_COMM_F_REQUIRE_RDMA | COLL_COMM_F_TCP)
+
+/**
  * struct coll_comm_init - COLL_COMM_INIT: join a communicator
  * @size: sizeof(struct coll_comm_init)
- * @flags: must be 0
+ * @flags: %COLL_COMM_F_* (for communicators that span hosts; must be 0
+ *         otherwise).  %COLL_COMM_F_REQUIRE_RDMA: fail with EHOSTUNREACH
+ *         rather than fall back to TCP for a peer host that RDMA does not
+ *         reach.  %COLL_COMM_F_TCP: use the TCP transport for every peer
+ *         host.  Both at once is EINVAL.
  * @nranks: number of ranks, 1..%COLL_MAX_RANKS
  * @rank: this caller's rank, 0..@nranks-1
  * @id: 128-bit communicator id; it acts as a secret.  Processes of one host
  *      and one network namespace that join with the same id form one
- *      communicator.
- * @timeout_ms: how long to wait for every rank to join; 0 means the module's
- *              default (module parameter join_timeout_ms).  On ETIMEDOUT
- *              the caller is not a member of anything.
- * @nhosts: reserved for ranks on other hosts: must be 0 (EOPNOTSUPP
- *          otherwise).  A later ABI version describes remote ranks through
- *          @hosts_uptr without changing this layout.
- * @hosts_uptr: reserved for ranks on other hosts: must be 0
+ *      communicator.  It never crosses the network: modules of different
+ *      hosts prove to each other that they know it (HMAC-SHA256 over fresh
+ *      nonces) before anything else is accepted.
+ * @timeout_ms: how long to wait for every rank (and every peer host) to
+ *              join; 0 means the module's default (module parameter
+ *              join_timeout_ms).  On ETIMEDOUT the caller is not a member
+ *              of anything.
+ * @nhosts: 0: every rank is a process of this host.  Otherwise the number
+ *          of hosts, 1..%COLL_MAX_HOSTS, described by @hosts_uptr and
+ *          @rank_hosts_uptr; every local rank must pass the same tables
+ *          (EPROTO otherwise), and so must every peer host's.
+ * @hosts_uptr: with @nhosts, @nhosts struct coll_host, distinct
  * @out_comm: handle of the communicator, valid on this descriptor only
  * @__reserved: must be 0
+ * @rank_hosts_uptr: with @nhosts, @nranks __u32: the host of each rank (an
+ *                   index into @hosts_uptr; every host has a rank).  The
+ *                   caller's own host is the host of @rank.
  *
  * Blocks until all @nranks ranks have joined (or a fatal signal, or the
- * timeout).  The membership lives no longer than the descriptor that
- * created it; one descriptor may be a member of several communicators.
- * Handles are not reused soon after they are released.
+ * timeout): the ranks of this host in the module, and, across hosts, once
+ * every peer host's module is connected and authenticated.  The membership
+ * lives no longer than the descriptor that created it; one descriptor may
+ * be a member of several communicators.  Handles are not reused soon after
+ * they are released.
  */
 struct coll_comm_init {
 	__u32 size;
@@ -175,6 +224,7 @@ struct coll_comm_init {
 	__aligned_u64 hosts_uptr;
 	__u32 out_comm;
 	__u32 __reserved;
+	__aligned_u64 rank_hosts_uptr;
 };
 
 #define COLL_COMM_INIT _IO(COLL_TYPE, COLL_CMD_COMM_INIT)
@@ -352,5 +402,94 @@ struct coll_wait {
 
 #define COLL_WAIT _IO(COLL_TYPE, COLL_CMD_WAIT)
 #define COLL_TEST _IO(COLL_TYPE, COLL_CMD_TEST)
+
+/* Transports, per peer host */
+enum coll_transport {
+	COLL_TRANSPORT_SELF = 0,	/* this host: single copy */
+	COLL_TRANSPORT_RDMA,		/* in-kernel verbs, RC queue pairs */
+	COLL_TRANSPORT_TCP,		/* kernel TCP sockets */
+	COLL_TRANSPORT_NONE,		/* not connected (yet) */
+};
+
+/* Why a peer host is not reached over RDMA */
+enum coll_fallback {
+	COLL_FALLBACK_NONE = 0,		/* it is (or it is this host) */
+	COLL_FALLBACK_ASKED,		/* COLL_COMM_F_TCP */
+	COLL_FALLBACK_NO_DEVICE,	/* no RDMA device reaches its address */
+	COLL_FALLBACK_CONNECT,		/* rdma_cm could not connect */
+	COLL_FALLBACK_PEER,		/* the peer chose TCP */
+};
+
+/**
+ * struct coll_peer_info - one host of a communicator, as COLL_COMM_QUERY sees it
+ * @host: its index (struct coll_comm_init's tables)
+ * @nranks: its ranks
+ * @transport: enum coll_transport
+ * @fallback: enum coll_fallback
+ * @addr: its address, as in struct coll_host
+ * @port: its port
+ * @rdma_port: the local RDMA port that reaches it (transport RDMA)
+ * @ibdev: the local RDMA device's name (transport RDMA), NUL-terminated
+ * @gid: the local GID used (transport RDMA)
+ * @mtu: the path MTU in bytes (RDMA), or the TCP MSS
+ * @speed_mbps: the local link's speed in Mb/s, 0 if unknown
+ * @bytes_sent: bytes this host sent it for collectives, since the join
+ * @bytes_received: bytes this host received from it, since the join
+ */
+struct coll_peer_info {
+	__u32 host;
+	__u32 nranks;
+	__u32 transport;
+	__u32 fallback;
+	__u8 addr[16];
+	__u16 port;
+	__u16 __reserved16;
+	__u32 rdma_port;
+	char ibdev[32];
+	__u8 gid[16];
+	__u32 mtu;
+	__u32 __reserved;
+	__aligned_u64 speed_mbps;
+	__aligned_u64 bytes_sent;
+	__aligned_u64 bytes_received;
+};
+
+/**
+ * struct coll_comm_query - COLL_COMM_QUERY: a communicator's topology
+ * @size: sizeof(struct coll_comm_query)
+ * @flags: must be 0
+ * @comm: handle from COLL_COMM_INIT
+ * @npeers: entries at @peers_uptr (0: only the counts are wanted)
+ * @peers_uptr: struct coll_peer_info[@npeers], filled for hosts 0 .. min(
+ *              @npeers, @out_nhosts) - 1, this host included (transport
+ *              SELF)
+ * @peer_size: sizeof(struct coll_peer_info) as the caller knows it
+ * @out_nranks: ranks in all
+ * @out_rank: the caller's rank
+ * @out_nhosts: hosts (1 for a communicator of one host)
+ * @out_host: the caller's host
+ * @out_local_ranks: ranks on the caller's host
+ * @out_serial: the communicator's serial number (names it in traces and
+ *              logs; never the id)
+ *
+ * Fills the counts and the table; writes nothing on failure.
+ */
+struct coll_comm_query {
+	__u32 size;
+	__u32 flags;
+	__u32 comm;
+	__u32 npeers;
+	__aligned_u64 peers_uptr;
+	__u32 peer_size;
+	__u32 out_nranks;
+	__u32 out_rank;
+	__u32 out_nhosts;
+	__u32 out_host;
+	__u32 out_local_ranks;
+	__u32 out_serial;
+	__u32 __reserved;
+};
+
+#define COLL_COMM_QUERY _IO(COLL_TYPE, COLL_CMD_COMM_QUERY)
 
 #endif /* _UAPI_LINUX_COLLECTIVE_H */
