@@ -3,6 +3,12 @@
  * collrun: start N local ranks of a program and wait for them.
  *
  *   collrun -n N [-t TIMEOUT_S] [--id-fd FD] [-v] PROG [ARGS...]
+ *   collrun --nnodes H --node-rank I --master ADDR:PORT -n N [...] PROG [...]
+ *
+ * The second form (torchrun's) starts the N local ranks of host I of H:
+ * global ranks I*N .. I*N+N-1 of H*N, meeting at ADDR:PORT (COLL_ROOT),
+ * where global rank 0's process (on node 0) listens.  Every host must be
+ * given the same id (COLL_ID or --id-fd; a random one would differ).
  *
  * Each rank is PROG run with RANK, LOCAL_RANK (both 0..N-1), WORLD_SIZE and
  * LOCAL_WORLD_SIZE (both N) and COLL_ID in its environment;
@@ -55,6 +61,8 @@ struct rank {
 
 static struct rank *ranks;
 static int nranks, nalive;
+static long nnodes = 1, node_rank;
+static const char *master;
 
 static void usage(FILE *f)
 {
@@ -62,6 +70,9 @@ static void usage(FILE *f)
 		"usage: collrun -n N [-t TIMEOUT_S] [--id-fd FD] [-v] PROG [ARGS...]\n"
 		"  -n N          number of local ranks (1..%d)\n"
 		"  -t TIMEOUT_S  kill every rank after this many seconds, exit 124\n"
+		"  --nnodes H --node-rank I --master ADDR:PORT\n"
+		"                this is host I of H: global ranks I*N..I*N+N-1,\n"
+		"                meeting at ADDR:PORT (COLL_ROOT) with the others\n"
 		"  --id-fd FD    read the communicator id (32 hex digits) from FD\n"
 		"                (default: COLL_ID from the environment, else random;\n"
 		"                never on the command line, where anyone can read it)\n"
@@ -112,11 +123,14 @@ static void exec_rank(int r, const char *idstr, char **argv,
 		      const sigset_t *oldmask)
 {
 	setpgid(0, 0);
-	setenv_int("RANK", r);
+	setenv_int("RANK", node_rank * nranks + r);
 	setenv_int("LOCAL_RANK", r);
-	setenv_int("WORLD_SIZE", nranks);
+	setenv_int("WORLD_SIZE", nnodes * nranks);
 	setenv_int("LOCAL_WORLD_SIZE", nranks);
+	setenv_int("GROUP_RANK", node_rank);
 	setenv("COLL_ID", idstr, 1);
+	if (master)
+		setenv("COLL_ROOT", master, 1);
 	if (r != 0 || isatty(STDIN_FILENO)) {
 		int fd = open("/dev/null", O_RDONLY);
 
@@ -191,6 +205,9 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "id-fd", required_argument, NULL, 'I' },
+		{ "nnodes", required_argument, NULL, 'H' },
+		{ "node-rank", required_argument, NULL, 'R' },
+		{ "master", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -233,6 +250,28 @@ int main(int argc, char **argv)
 		case 'I':
 			idfd = optarg;
 			break;
+		case 'H':
+			errno = 0;
+			nnodes = strtol(optarg, &end, 10);
+			if (errno || *end || nnodes < 1 ||
+			    nnodes > COLL_MAX_RANKS) {
+				fprintf(stderr, "collrun: --nnodes: need 1..%d, got '%s'\n",
+					COLL_MAX_RANKS, optarg);
+				return EXIT_INTERNAL;
+			}
+			break;
+		case 'R':
+			errno = 0;
+			node_rank = strtol(optarg, &end, 10);
+			if (errno || *end || node_rank < 0) {
+				fprintf(stderr, "collrun: --node-rank: need a number, got '%s'\n",
+					optarg);
+				return EXIT_INTERNAL;
+			}
+			break;
+		case 'M':
+			master = optarg;
+			break;
 		case 'v':
 			verbose = 1;
 			break;
@@ -249,6 +288,13 @@ int main(int argc, char **argv)
 		return EXIT_INTERNAL;
 	}
 	nranks = (int)n;
+	if (node_rank >= nnodes || (nnodes > 1 && !master) ||
+	    nnodes * nranks > COLL_MAX_RANKS) {
+		fprintf(stderr, "collrun: --nnodes H --node-rank I --master ADDR:PORT: "
+			"need I < H, a master with H > 1, and H * N <= %d\n",
+			COLL_MAX_RANKS);
+		return EXIT_INTERNAL;
+	}
 
 	envid = getenv("COLL_ID");
 	if (idfd) {
@@ -264,6 +310,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "collrun: COLL_ID in the environment: need 32 hex digits\n");
 			return EXIT_INTERNAL;
 		}
+	} else if (nnodes > 1) {
+		fprintf(stderr, "collrun: --nnodes > 1: every host needs the same id: "
+			"set COLL_ID or use --id-fd\n");
+		return EXIT_INTERNAL;
 	} else {
 		ret = coll_get_unique_id(&id);
 		if (ret) {

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,6 +25,7 @@
 #include <sys/ioctl.h>
 
 #include "libcollective.h"
+#include "libcollective_int.h"
 
 #define COLL_DEFAULT_PATH "/dev/" COLL_DEVICE_NAME
 
@@ -78,15 +80,24 @@ static void close_keep_errno(int fd)
 int coll_comm_init(coll_comm_t **commp, int nranks, int rank,
 		   const coll_id_t *id, unsigned int timeout_ms)
 {
-	struct coll_comm_init ci;
-	coll_comm_t *c;
-	int fd, ret;
-
 	if (!commp)
 		return -EINVAL;
 	*commp = NULL;
 	if (!id || nranks < 1 || rank < 0 || rank >= nranks)
 		return -EINVAL;
+	return coll_comm_init_tables(commp, nranks, rank, id, 0, NULL, NULL,
+				     timeout_ms, 0);
+}
+
+int coll_comm_init_tables(coll_comm_t **commp, int nranks, int rank,
+			  const coll_id_t *id, unsigned int nhosts,
+			  const struct coll_host *hosts,
+			  const uint32_t *rank_hosts, unsigned int timeout_ms,
+			  unsigned int flags)
+{
+	struct coll_comm_init ci;
+	coll_comm_t *c;
+	int fd, ret;
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -103,6 +114,10 @@ int coll_comm_init(coll_comm_t **commp, int nranks, int rank,
 	ci.rank = (uint32_t)rank;
 	memcpy(ci.id, id->bytes, sizeof(ci.id));
 	ci.timeout_ms = timeout_ms;
+	ci.flags = nhosts ? flags : 0;
+	ci.nhosts = nhosts;
+	ci.hosts_uptr = (uintptr_t)hosts;
+	ci.rank_hosts_uptr = (uintptr_t)rank_hosts;
 	ret = do_ioctl(fd, COLL_COMM_INIT, &ci, 1);
 	if (ret)
 		goto err_close;
@@ -142,15 +157,37 @@ static int parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+/* COLL_TRANSPORT: "auto" (or unset), "tcp", "rdma" -> COLL_COMM_F_*. */
+static int transport_flags(unsigned int *flags)
+{
+	const char *s = getenv("COLL_TRANSPORT");
+
+	*flags = 0;
+	if (!s || !*s || !strcmp(s, "auto"))
+		return 0;
+	if (!strcmp(s, "tcp"))
+		*flags = COLL_COMM_F_TCP;
+	else if (!strcmp(s, "rdma"))
+		*flags = COLL_COMM_F_REQUIRE_RDMA;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 /*
  * RANK, WORLD_SIZE and COLL_ID (32 hex digits) are required; a missing or
  * malformed one is -EINVAL.  COLL_TIMEOUT_MS (decimal, optional) is the
- * join timeout, 0 or unset meaning the module's default.
+ * join timeout, 0 or unset meaning the module's default.  Ranks on several
+ * hosts meet at COLL_ROOT (host:port), or, torch-style, at MASTER_ADDR and
+ * MASTER_PORT + 1 (MASTER_PORT itself is usually taken by the framework's
+ * own store); COLL_TRANSPORT picks the transport between hosts.
  */
 int coll_comm_init_env(coll_comm_t **commp)
 {
-	long rank, size, timeout = 0;
-	const char *s;
+	long rank, size, timeout = 0, mport;
+	const char *s, *maddr;
+	char root[300];
+	unsigned int flags;
 	coll_id_t id;
 	int ret;
 
@@ -173,8 +210,45 @@ int coll_comm_init_env(coll_comm_t **commp)
 		if (ret)
 			return ret;
 	}
+	ret = transport_flags(&flags);
+	if (ret)
+		return ret;
+	s = getenv("COLL_ROOT");
+	maddr = getenv("MASTER_ADDR");
+	if (s && *s)
+		return coll_comm_init_root(commp, (int)size, (int)rank, &id, s,
+					   (unsigned int)timeout, flags);
+	if (maddr && *maddr) {
+		ret = parse_long(getenv("MASTER_PORT"), 1, 65534, &mport);
+		if (ret)
+			return ret;
+		snprintf(root, sizeof(root), strchr(maddr, ':') ? "[%s]:%ld" :
+			 "%s:%ld", maddr, mport + 1);
+		return coll_comm_init_root(commp, (int)size, (int)rank, &id,
+					   root, (unsigned int)timeout, flags);
+	}
 	return coll_comm_init(commp, (int)size, (int)rank, &id,
 			      (unsigned int)timeout);
+}
+
+int coll_comm_query(coll_comm_t *c, struct coll_comm_query *q,
+		    struct coll_peer_info *peers, unsigned int npeers)
+{
+	struct coll_comm_query tmp;
+	int ret;
+
+	if (!c || !q || (npeers && !peers))
+		return -EINVAL;
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.size = sizeof(tmp);
+	tmp.comm = c->handle;
+	tmp.npeers = npeers;
+	tmp.peers_uptr = (uintptr_t)peers;
+	tmp.peer_size = sizeof(*peers);
+	ret = do_ioctl(c->fd, COLL_COMM_QUERY, &tmp, 1);
+	if (!ret)
+		*q = tmp;
+	return ret;
 }
 
 /*

@@ -39,8 +39,40 @@ int coll_id_from_str(coll_id_t *id, const char *str);
  */
 int coll_comm_init(coll_comm_t **comm, int nranks, int rank,
 		   const coll_id_t *id, unsigned int timeout_ms);
-/* Same, from the environment the launcher sets: RANK, WORLD_SIZE, COLL_ID. */
+/*
+ * Same, from the environment the launcher sets: RANK, WORLD_SIZE, COLL_ID;
+ * with COLL_ROOT=host:port (or MASTER_ADDR and MASTER_PORT: the rendezvous
+ * is at MASTER_PORT + 1) the ranks may be on several hosts, and
+ * COLL_TRANSPORT (auto, tcp, rdma) picks how hosts are reached.
+ */
 int coll_comm_init_env(coll_comm_t **comm);
+
+/*
+ * Ranks on several hosts: rank 0 listens at @root ("host:port" or
+ * "[v6]:port") until every other rank has reported there; every rank then
+ * knows the hosts and joins.  Both ends prove they know @id (HMAC-SHA256
+ * over fresh nonces); the id never crosses the network.  @flags:
+ * COLL_COMM_F_TCP, COLL_COMM_F_REQUIRE_RDMA or 0.
+ */
+int coll_comm_init_root(coll_comm_t **comm, int nranks, int rank,
+			const coll_id_t *id, const char *root,
+			unsigned int timeout_ms, unsigned int flags);
+/*
+ * The same with the tables already known (a framework's own rendezvous):
+ * @nhosts hosts (struct coll_host, port in host byte order) and the host of
+ * each rank; every rank must pass the same tables.
+ */
+int coll_comm_init_hosts(coll_comm_t **comm, int nranks, int rank,
+			 const coll_id_t *id, unsigned int nhosts,
+			 const struct coll_host *hosts,
+			 const uint32_t *rank_hosts, unsigned int timeout_ms,
+			 unsigned int flags);
+/*
+ * Topology (COLL_COMM_QUERY): counts in @q, and for hosts 0..npeers-1 what
+ * reaches them (transport, fallback, device, MTU, bytes moved).
+ */
+int coll_comm_query(coll_comm_t *comm, struct coll_comm_query *q,
+		    struct coll_peer_info *peers, unsigned int npeers);
 /*
  * Leave and free.  Pending requests of other ranks fail with ECONNRESET.
  * Requests of this communicator must not be used afterwards (wait for them
