@@ -240,7 +240,7 @@ ABI_TEST(abi, ioctl_unknown)
 	unsigned char junk[256] = { 0 };
 
 	*(__u32 *)junk = sizeof(junk);
-	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, COLL_CMD_TEST + 1), junk));
+	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, COLL_CMD_COMM_QUERY + 1), junk));
 	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, 0x80), junk));
 	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, 0xff), junk));
 	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE + 1, COLL_CMD_INFO), junk));
@@ -294,7 +294,7 @@ ABI_TEST(abi, comm_init_size_short)
 {
 	struct coll_comm_init ci = ci_one();
 
-	ci.size = sizeof(ci) - 1;
+	ci.size = offsetofend(struct coll_comm_init, __reserved) - 1;
 	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
 	ci.size = offsetof(struct coll_comm_init, __reserved);
 	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
@@ -325,8 +325,10 @@ ABI_TEST(abi, comm_init_flags)
 {
 	struct coll_comm_init ci = ci_one();
 
-	ci.flags = 1;
+	ci.flags = COLL_COMM_F_ALL + 1;		/* unknown */
 	ASSERT_FAILS(EOPNOTSUPP, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+	ci.flags = COLL_COMM_F_TCP;		/* only with hosts */
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
 }
 
 ABI_TEST(abi, comm_init_reserved)
@@ -377,12 +379,15 @@ ABI_TEST(abi, comm_init_rank_out_of_range)
 	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
 }
 
+/* Hosts without their tables, or tables without hosts. */
 ABI_TEST(abi, comm_init_nhosts)
 {
 	struct coll_comm_init ci = ci_one();
 
 	ci.nhosts = 1;
-	ASSERT_FAILS(EOPNOTSUPP, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+	ci.nhosts = COLL_MAX_HOSTS + 1;
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
 }
 
 ABI_TEST(abi, comm_init_hosts_uptr)
@@ -390,7 +395,51 @@ ABI_TEST(abi, comm_init_hosts_uptr)
 	struct coll_comm_init ci = ci_one();
 
 	ci.hosts_uptr = (uintptr_t)&ci;
-	ASSERT_FAILS(EOPNOTSUPP, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+	ci.hosts_uptr = 0;
+	ci.rank_hosts_uptr = (uintptr_t)&ci;
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+}
+
+/*
+ * Host tables that do not hold together: an unreadable table, a rank on a
+ * host that does not exist, a host without ranks, two hosts at one
+ * address, reserved bytes, a zero port: EINVAL or EFAULT, nothing joined.
+ */
+ABI_TEST(abi, comm_init_host_tables)
+{
+	struct coll_host hosts[2] = {
+		{ .addr = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 1 }, .port = 1 },
+		{ .addr = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 2 }, .port = 1 },
+	};
+	uint32_t rank_hosts[2] = { 0, 1 };
+	struct coll_comm_init ci = ci_one();
+
+	ci.nranks = 2;
+	ci.nhosts = 2;
+	ci.hosts_uptr = (uintptr_t)hosts;
+	ci.rank_hosts_uptr = (uintptr_t)unmapped_address();
+	ASSERT_FAILS(EFAULT, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+	ci.rank_hosts_uptr = (uintptr_t)rank_hosts;
+	rank_hosts[1] = 2;
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+	rank_hosts[1] = 0;			/* host 1 has no rank */
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+	rank_hosts[1] = 1;
+	hosts[1].addr[15] = 1;			/* host 1 is host 0 */
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+	hosts[1].addr[15] = 2;
+	hosts[1].__reserved = 1;
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+	hosts[1].__reserved = 0;
+	hosts[1].port = 0;
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+	hosts[1].port = 1;
+	ci.flags = COLL_COMM_F_TCP | COLL_COMM_F_REQUIRE_RDMA;
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
+	ci.nhosts = 3;				/* more hosts than ranks */
+	ci.flags = 0;
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
 }
 
 /* The fixture's 1-rank communicator is full. */
@@ -1293,6 +1342,82 @@ ABI_TEST(abi, req_other_fd)
 	EXPECT_EQ(0, st_poll_in(fd2, 0));
 	close(fd2);
 	ASSERT_OK(st_wait(self->fd, req, 0));
+}
+
+/* ---- COLL_COMM_QUERY ---------------------------------------------------------- */
+
+static struct coll_comm_query q_one(FIXTURE_DATA(abi) *self,
+				    struct coll_peer_info *pi, uint32_t n)
+{
+	struct coll_comm_query q = {
+		.size = sizeof(q),
+		.comm = self->comm,
+		.npeers = n,
+		.peers_uptr = (uintptr_t)pi,
+		.peer_size = sizeof(*pi),
+	};
+
+	return q;
+}
+
+ABI_TEST(abi, query_one_host)
+{
+	struct coll_peer_info pi[2];
+	struct coll_comm_query q = q_one(self, pi, 2);
+
+	memset(pi, 0x5a, sizeof(pi));
+	ASSERT_OK(st_ioctl(self->fd, COLL_COMM_QUERY, &q));
+	EXPECT_EQ(1, q.out_nranks);
+	EXPECT_EQ(0, q.out_rank);
+	EXPECT_EQ(1, q.out_nhosts);
+	EXPECT_EQ(0, q.out_host);
+	EXPECT_EQ(1, q.out_local_ranks);
+	EXPECT_NE(0, q.out_serial);
+	EXPECT_EQ(COLL_TRANSPORT_SELF, pi[0].transport);
+	EXPECT_EQ(1, pi[0].nranks);
+	/* only out_nhosts entries are written */
+	EXPECT_EQ(sizeof(pi[1]), st_find_not(&pi[1], 0x5a, sizeof(pi[1])));
+	q = q_one(self, NULL, 0);
+	ASSERT_OK(st_ioctl(self->fd, COLL_COMM_QUERY, &q));
+	EXPECT_EQ(1, q.out_nhosts);
+}
+
+ABI_TEST(abi, query_errors)
+{
+	struct coll_peer_info pi;
+	struct coll_comm_query q = q_one(self, &pi, 1), *ro;
+	BIG(struct coll_comm_query) big = { .s = q_one(self, &pi, 1),
+					    .tail = { 0, 1 } };
+
+	q.size = offsetofend(struct coll_comm_query, __reserved) - 1;
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_QUERY, &q));
+	big.s.size = sizeof(big);
+	ASSERT_FAILS(E2BIG, st_ioctl(self->fd, COLL_COMM_QUERY, &big));
+	q = q_one(self, &pi, 1);
+	q.flags = 1;
+	ASSERT_FAILS(EOPNOTSUPP, st_ioctl(self->fd, COLL_COMM_QUERY, &q));
+	q = q_one(self, &pi, 1);
+	q.__reserved = 1;
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_QUERY, &q));
+	q = q_one(self, &pi, 1);
+	q.comm = self->comm + 1000;
+	ASSERT_FAILS(ENOENT, st_ioctl(self->fd, COLL_COMM_QUERY, &q));
+	q = q_one(self, NULL, 1);
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_QUERY, &q));
+	q = q_one(self, &pi, 1);
+	q.peer_size = 8;
+	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_QUERY, &q));
+	q = q_one(self, unmapped_address(), 1);
+	ASSERT_FAILS(EFAULT, st_ioctl(self->fd, COLL_COMM_QUERY, &q));
+	/* an argument that cannot be written back */
+	q = q_one(self, &pi, 1);
+	ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	*ro = q;
+	ASSERT_EQ(0, mprotect(ro, 4096, PROT_READ));
+	ASSERT_FAILS(EFAULT, st_ioctl(self->fd, COLL_COMM_QUERY, ro));
+	munmap(ro, 4096);
 }
 
 /* ---- lifetimes -------------------------------------------------------------- */

@@ -5,6 +5,8 @@
 #   unit      native unit tests of the schedules (no guest): the full set
 #   native    native tests of the library and the tools (no device)
 #   guest     the kselftest-harness selftests inside one qemu guest
+#   hosts     ranks spread over 2 and 3 guests (hosts.sh): every primitive
+#             across hosts, each transport, element by element
 # and, only when named:
 #   rdma2     a check of the rig itself (two guests, rping and ib_write_bw
 #             over rxe): not a test of the project, so not run by default
@@ -13,7 +15,7 @@
 # Guest suites take the machine's guest lock ($COLL_GUEST_LOCK, default
 # /tmp/coll-guest.lock): with two cores, never two guest jobs at once.
 #
-# usage: selftests/run-all.sh [SUITE...]     (default: unit native guest)
+# usage: selftests/run-all.sh [SUITE...]     (default: unit native guest hosts)
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,13 +56,14 @@ run_suite() {
 lock=${COLL_GUEST_LOCK:-/tmp/coll-guest.lock}
 
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(unit native guest)
+[ ${#suites[@]} -gt 0 ] || suites=(unit native guest hosts)
 for s in "${suites[@]}"; do
 	case $s in
 	unit)	run_suite unit make -s -C selftests/unit run ;;
 	native)	run_suite native sh -c 'make -s -C userlib check && make -s -C tools check' ;;
 	guest)	run_suite guest flock "$lock" selftests/rig/vm.sh --name selftests \
 			--mem 4G --timeout 2400 -- selftests/guest-run.sh ;;
+	hosts)	run_suite hosts selftests/hosts.sh ;;
 	rdma2)	run_suite rdma2 flock "$lock" selftests/rig/test-rdma-2guest.sh ;;
 	*)	echo "unknown suite $s" >&2; exit 2 ;;
 	esac

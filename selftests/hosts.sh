@@ -1,0 +1,125 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# hosts.sh: the suite "hosts": collectives whose ranks span qemu guests on
+# the rig's private network (vms.sh), through the module's transports.
+#
+# On the host:  selftests/hosts.sh [CONFIG...]
+#   CONFIG is GUESTSxLOCAL[:TRANSPORTS], e.g. 2x1:tcp or 3x2:tcp,auto
+#   (default: the set below).  Each config is one boot of GUESTS guests
+#   (vms.sh), each running LOCAL ranks, coll_hosts once per transport.
+# In each guest (vms.sh runs this file with --guest): load the module, meet
+# the others, run coll_hosts, meet again, unload, check the kernel log.
+#
+# Prints TAP: one line per case and transport and config, ok only if every
+# guest said ok for it; then a line per guest for rmmod and the kernel log.
+# Env: HOSTS_SIZES (coll_hosts --sizes), HOSTS_TIMEOUT (per boot, s),
+# COLL_GUEST_LOCK.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd -P)
+root=$(cd "$here/.." && pwd -P)
+RDV_PORT=29400
+
+guest_main() {
+	# shellcheck source=rig/guest-lib.sh
+	. "$COLL_GUEST_LIB"
+	local bin=${COLL_BUILD:-$root/build}/selftests/coll_hosts
+	local ko=$root/kmod/collective.ko local=$HOSTS_LOCAL rc=0 t
+	local first=${GUEST_IPS%% *} out
+
+	echo "# guest $GUEST_INDEX of $GUEST_COUNT ($GUEST_IP), $local local ranks"
+	coll_wait_peers 60 || { echo "Bail out! peers unreachable"; return 1; }
+	coll_insmod "$ko" peer_timeout_ms=4000 || { echo "Bail out! insmod"; return 1; }
+	coll_barrier 120 || { echo "Bail out! barrier"; return 1; }
+	for t in ${HOSTS_TRANSPORTS//,/ }; do
+		out=$COLL_RUN_DIR/coll_hosts-$t.tap
+		COLL_ID=$HOSTS_ID "$bin" --nnodes "$GUEST_COUNT" --node "$GUEST_INDEX" \
+			--local "$local" --root "$first:$RDV_PORT" --transport "$t" \
+			${HOSTS_SIZES:+--sizes "$HOSTS_SIZES"} >"$out" 2>&1 || rc=1
+		sed "s/^/@$t@ /" "$out"
+		coll_barrier 300 || { echo "# barrier after $t failed"; rc=1; }
+	done
+	if rmmod collective; then echo "@@ ok rmmod"; else echo "@@ not ok rmmod"; rc=1; fi
+	if coll_dmesg_splats >/dev/null; then
+		coll_dmesg_splats | head -n 40 | sed 's/^/# dmesg| /'
+		echo "@@ not ok kernel log"
+		rc=1
+	else
+		echo "@@ ok kernel log"
+	fi
+	coll_barrier 60 || true
+	return "$rc"
+}
+
+if [ "${1:-}" = --guest ]; then
+	guest_main
+	exit
+fi
+
+configs=("$@")
+[ ${#configs[@]} -gt 0 ] || configs=(2x1:tcp 2x2:tcp 3x1:tcp 3x2:tcp)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hosts.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+lock=${COLL_GUEST_LOCK:-/tmp/coll-guest.lock}
+
+echo "TAP version 13"
+n=0 fail=0
+tap() {		# ok|not_ok description
+	n=$((n + 1))
+	if [ "$1" = ok ]; then echo "ok $n $2"; else echo "not ok $n $2"; fail=$((fail + 1)); fi
+}
+
+for cfg in "${configs[@]}"; do
+	spec=${cfg%%:*} transports=${cfg#*:}
+	[ "$transports" != "$cfg" ] || transports=tcp
+	guests=${spec%x*} local=${spec#*x}
+	id=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+	echo "# ==== $guests guests x $local ranks, transports $transports"
+	vrc=0
+	flock "$lock" "$here/rig/vms.sh" -n "$guests" --name "hosts-${guests}x$local" \
+		--timeout "${HOSTS_TIMEOUT:-900}" --grace 120 \
+		--env "HOSTS_ID=$id" --env "HOSTS_LOCAL=$local" \
+		--env "HOSTS_TRANSPORTS=$transports" \
+		${HOSTS_SIZES:+--env "HOSTS_SIZES=$HOSTS_SIZES"} \
+		-- "$here/hosts.sh" --guest >"$tmp/out" 2>"$tmp/err" || vrc=$?
+	# Per guest: its lines between "===== guest i" headers.
+	awk -v dir="$tmp" '/^===== guest [0-9]+ /{ g = $3; next } g != "" { print > (dir "/g" g) }' "$tmp/out"
+	grep -h '^# ' "$tmp"/g* 2>/dev/null | grep -v '^# dmesg' | sort -u | head -n 20
+	for t in ${transports//,/ }; do
+		# The case lines of guest 0 name the cases; every guest must agree.
+		grep -E "^@$t@ (not )?ok " "$tmp/g0" 2>/dev/null | sed "s/^@$t@ //" |
+			sed -E 's/^(not )?ok ([0-9]+) ([^#]*).*/\2 \3/' >"$tmp/cases"
+		if [ ! -s "$tmp/cases" ]; then
+			tap not_ok "${guests}x$local $t: no results"
+			continue
+		fi
+		while read -r k name; do
+			verdict=ok why=''
+			for ((g = 0; g < guests; g++)); do
+				line=$(grep -m1 -E "^@$t@ (not )?ok $k " "$tmp/g$g" 2>/dev/null)
+				case $line in
+				"@$t@ ok "*) ;;
+				*) verdict=not_ok; why+=" g$g:${line#*#}" ;;
+				esac
+			done
+			tap "$verdict" "${guests}x$local $t: $name${why:+ #$why}"
+		done <"$tmp/cases"
+	done
+	for ((g = 0; g < guests; g++)); do
+		for what in rmmod "kernel log"; do
+			if grep -q "^@@ ok $what" "$tmp/g$g" 2>/dev/null; then
+				tap ok "${guests}x$local guest $g: $what"
+			else
+				tap not_ok "${guests}x$local guest $g: $what"
+			fi
+		done
+	done
+	if [ "$vrc" != 0 ]; then
+		echo "# vms.sh exited $vrc"
+		sed 's/^/# /' "$tmp/err" | tail -n 30
+	fi
+	rm -f "$tmp"/g*
+done
+echo "1..$n"
+[ "$fail" = 0 ]
