@@ -48,6 +48,8 @@ static unsigned long coll_link_timeout(void)
 				      READ_ONCE(coll_peer_timeout_ms)));
 }
 
+static void coll_link_discard_work(struct work_struct *work);
+
 static void coll_link_hb(struct work_struct *work)
 {
 	struct coll_link *l = container_of(to_delayed_work(work),
@@ -56,6 +58,14 @@ static void coll_link_hb(struct work_struct *work)
 
 	if (READ_ONCE(l->dead))
 		return;
+	if (!READ_ONCE(l->attached)) {
+		/* an accepted connection whose peer never proved itself */
+		if (time_after(jiffies, l->born + timeout))
+			coll_link_fail(l, -ETIMEDOUT, "no proof from the peer");
+		else
+			queue_delayed_work(coll_wq, &l->hb_work, timeout / 4 ?: 1);
+		return;
+	}
 	if (time_after(jiffies, READ_ONCE(l->last_rx) + timeout)) {
 		coll_link_fail(l, -ECONNRESET, "no word within peer_timeout_ms");
 		return;
@@ -74,6 +84,8 @@ void coll_link_init(struct coll_link *l, struct coll_comm *comm, u32 host,
 	l->ops = ops;
 	spin_lock_init(&l->lock);
 	l->last_rx = jiffies;
+	l->born = jiffies;
+	l->max_eager = COLL_WIRE_MAX_PAYLOAD / 2;
 	INIT_DELAYED_WORK(&l->hb_work, coll_link_hb);
 	atomic64_set(&l->bytes_tx, 0);
 	atomic64_set(&l->bytes_rx, 0);
@@ -151,6 +163,18 @@ void coll_link_fail(struct coll_link *l, int err, const char *why)
 	spin_unlock(&l->lock);
 	if (!first)
 		return;
+	if (!READ_ONCE(l->attached)) {
+		/*
+		 * Not the communicator's yet: its connector discards it, or,
+		 * for an accepted connection that no one owns, a work item.
+		 */
+		if (!l->owned) {
+			coll_link_get(l);
+			INIT_WORK(&l->discard_work, coll_link_discard_work);
+			queue_work(coll_wq, &l->discard_work);
+		}
+		return;
+	}
 	if (err == -ESHUTDOWN)		/* an orderly leave: not news */
 		pr_debug("comm %u: host %u (%s): %s\n", comm->serial,
 			 l->host, l->ops->name, why);
@@ -181,7 +205,7 @@ int coll_link_recv(struct coll_link *l, struct coll_msg *m)
 	WRITE_ONCE(l->last_rx, jiffies);
 	atomic64_add(sizeof(*h) + m->len, &l->bytes_rx);
 	if (le32_to_cpu(h->magic) != COLL_WIRE_MAGIC || h->flags ||
-	    le32_to_cpu(h->len) != m->len) {
+	    h->credits || le32_to_cpu(h->len) != m->len) {
 		coll_msg_free(m);
 		return -EPROTO;
 	}
@@ -230,6 +254,7 @@ int coll_link_attach(struct coll_comm *comm, struct coll_link *l)
 		ret = -EBUSY;
 	if (!ret) {
 		comm->links[l->host] = l;
+		WRITE_ONCE(l->attached, true);
 		up = ++comm->nlinks_up == comm->hosts->nhosts - 1;
 		WRITE_ONCE(l->last_rx, jiffies);
 		queue_delayed_work(coll_wq, &l->hb_work,
@@ -254,13 +279,32 @@ static void coll_links_connect_work(struct work_struct *work)
 	int ret;
 
 	for (j = h->self + 1; j < h->nhosts; j++) {
+		u32 why = COLL_FALLBACK_ASKED;
+
 		if (READ_ONCE(comm->join_err) || comm->dead)
 			break;
-		if (h->flags & COLL_COMM_F_REQUIRE_RDMA) {
-			coll_comm_join_failed(comm, -EHOSTUNREACH);
-			break;
+		ret = -ENODEV;
+		if (!(h->flags & COLL_COMM_F_TCP)) {
+			ret = coll_rdma_connect(comm, j, comm->join_deadline);
+			why = ret == -ECONNREFUSED ? COLL_FALLBACK_CONNECT :
+			      COLL_FALLBACK_NO_DEVICE;
 		}
-		ret = coll_tcp_connect(comm, j, comm->join_deadline);
+		if (ret == -ENODEV || ret == -EHOSTUNREACH ||
+		    ret == -ECONNREFUSED) {
+			if (h->flags & COLL_COMM_F_REQUIRE_RDMA) {
+				ret = -EHOSTUNREACH;
+			} else {
+				if (why != COLL_FALLBACK_ASKED)
+					pr_notice("comm %u: host %u not reached over RDMA (%s): TCP\n",
+						  comm->serial, j,
+						  why == COLL_FALLBACK_CONNECT ?
+						  "connection refused" :
+						  "no RDMA device routes to it");
+				ret = coll_tcp_connect(comm, j,
+						       comm->join_deadline,
+						       why);
+			}
+		}
 		if (ret) {
 			coll_comm_join_failed(comm, ret);
 			break;
@@ -289,8 +333,25 @@ void coll_link_discard(struct coll_link *l)
 	spin_lock(&l->lock);
 	l->dead = true;
 	spin_unlock(&l->lock);
+	cancel_delayed_work_sync(&l->hb_work);
 	l->ops->shutdown(l);
 	coll_link_put(l);
+}
+
+/* An accepted link that failed before it was attached: no owner drops it. */
+static void coll_link_discard_work(struct work_struct *work)
+{
+	struct coll_link *l = container_of(work, struct coll_link,
+					   discard_work);
+
+	coll_link_discard(l);		/* the reference the link was born with */
+	coll_link_put(l);		/* the work's */
+}
+
+/* An accepted link waits for its PROOF at most peer_timeout_ms. */
+void coll_link_expire(struct coll_link *l)
+{
+	queue_delayed_work(coll_wq, &l->hb_work, coll_link_timeout() / 4 ?: 1);
 }
 
 /*

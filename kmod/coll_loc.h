@@ -378,6 +378,8 @@ struct coll_rread {
 	u64 len;
 	void *sink;
 	u64 cookie;
+	u32 rkey;			/* RDMA: the peer's grant */
+	u64 raddr;
 	int status;			/* valid once done */
 	bool done;			/* release/acquire */
 	wait_queue_head_t *wq;		/* woken when done */
@@ -389,8 +391,22 @@ struct coll_link_ops {
 	const char *name;
 	/* Queue a frame; takes @m whatever happens.  Never waits for the peer. */
 	int (*send)(struct coll_link *l, struct coll_msg *m);
-	/* Start a read; it completes (coll_rread_complete()) exactly once. */
+	/*
+	 * Start a read; 0 means it completes (coll_rread_complete()) exactly
+	 * once, an error that it was not started.
+	 */
 	int (*read)(struct coll_link *l, struct coll_rread *rr);
+	/*
+	 * RDMA: let the peer read @len bytes of @ob from byte @pos (a rank's
+	 * buffer) for the collective in progress; fills exports (rkey, addr,
+	 * off, len, offsets from @pos) and a cookie for revoke().  NULL for
+	 * transports whose reads the module serves.
+	 */
+	int (*grant)(struct coll_link *l, struct coll_obuf *ob, u64 pos,
+		     u64 len, struct coll_wire_export *exp, u32 maxexp,
+		     u32 *nexp, void **cookie);
+	/* Invalidate and free a grant.  May sleep; never in a CQ's context. */
+	void (*revoke)(void *cookie);
 	/* Stop all I/O; pending reads complete with an error.  May sleep. */
 	void (*shutdown)(struct coll_link *l);
 	void (*free)(struct coll_link *l);
@@ -406,8 +422,13 @@ struct coll_link {
 	const struct coll_link_ops *ops;
 	spinlock_t lock;		/* dead, the transport's lists */
 	bool dead;
+	bool attached;			/* comm->links_lock: in comm->links[] */
+	bool owned;			/* its connector discards it if need be */
+	u32 max_eager;			/* eager bytes a frame can carry */
+	unsigned long born;		/* jiffies */
 	unsigned long last_rx;		/* jiffies */
 	struct delayed_work hb_work;	/* liveness: ping, timeout */
+	struct work_struct discard_work;
 	atomic64_t bytes_tx;
 	atomic64_t bytes_rx;
 };
@@ -424,6 +445,7 @@ int coll_links_connect(struct coll_comm *comm);
 void coll_links_shutdown(struct coll_comm *comm, bool bye);
 void coll_links_shutdown_async(struct coll_comm *comm);
 void coll_link_discard(struct coll_link *l);
+void coll_link_expire(struct coll_link *l);
 int coll_link_attach(struct coll_comm *comm, struct coll_link *l);
 
 /* coll_xhost.c: collectives across hosts (rounds, agreement, data) */
@@ -449,8 +471,42 @@ int coll_net_init(void);
 void coll_net_exit(void);
 int coll_net_listen(struct net *net);
 
+/* coll_ib.c: RDMA devices */
+struct ib_device;
+struct ib_pd;
+
+struct coll_ibdev {
+	struct kref kref;		/* the client's, and each link's */
+	struct list_head node;		/* the devices, coll_ibdevs_lock */
+	struct ib_device *ib;
+	struct ib_pd *pd;
+	bool removing;			/* coll_ibdevs_lock */
+	spinlock_t lock;		/* links */
+	struct list_head links;		/* struct coll_rdma.dev_node */
+	struct completion released;	/* the last reference is gone */
+};
+
+int coll_ib_init(void);
+void coll_ib_exit(void);
+struct coll_ibdev *coll_ibdev_get(struct ib_device *ib);
+void coll_ibdev_put(struct coll_ibdev *d);
+void coll_ibdev_add_link(struct coll_ibdev *d, struct list_head *node);
+void coll_ibdev_del_link(struct coll_ibdev *d, struct list_head *node);
+u32 coll_ib_count(void);
+
+/* coll_xport_rdma.c: the RDMA transport */
+struct rdma_cm_id;
+struct rdma_cm_event;
+
+int coll_rdma_connect(struct coll_comm *comm, u32 host,
+		      unsigned long deadline);
+int coll_rdma_request(struct rdma_cm_id *cm, struct rdma_cm_event *ev,
+		      struct net *net);
+void coll_rdma_device_gone(struct coll_ibdev *d);
+
 /* coll_xport_tcp.c: the TCP transport */
-int coll_tcp_connect(struct coll_comm *comm, u32 host, unsigned long deadline);
+int coll_tcp_connect(struct coll_comm *comm, u32 host, unsigned long deadline,
+		     u32 fallback);
 void coll_tcp_accepted(struct net *net, struct socket *sock);
 
 /* coll_req.c: non-blocking requests */

@@ -150,7 +150,7 @@ static int coll_ioctl_info(struct coll_file *cf, struct coll_ucmd *ucmd)
 	arg->out_max_requests = READ_ONCE(coll_max_requests);
 	arg->out_max_comms = READ_ONCE(coll_max_comms);
 	arg->out_port = READ_ONCE(coll_port);
-	arg->out_rdma_devs = 0;
+	arg->out_rdma_devs = coll_ib_count();
 	/* Nothing else happens: write it all back, as much as the caller has. */
 	if (copy_to_user(ucmd->ubuf, arg,
 			 min_t(u32, ucmd->usize, sizeof(*arg))))
@@ -277,9 +277,12 @@ static int __init coll_init(void)
 	coll_wq = alloc_workqueue("collective", WQ_UNBOUND, 0);
 	if (!coll_wq)
 		return -ENOMEM;
-	ret = coll_net_init();
+	ret = coll_ib_init();
 	if (ret)
 		goto err_destroy_wq;
+	ret = coll_net_init();
+	if (ret)
+		goto err_ib_exit;
 	ret = misc_register(&coll_misc);
 	if (ret)
 		goto err_net_exit;
@@ -287,6 +290,8 @@ static int __init coll_init(void)
 
 err_net_exit:
 	coll_net_exit();
+err_ib_exit:
+	coll_ib_exit();
 err_destroy_wq:
 	destroy_workqueue(coll_wq);
 	return ret;
@@ -296,6 +301,9 @@ static void __exit coll_exit(void)
 {
 	misc_deregister(&coll_misc);
 	coll_net_exit();
+	/* links still going down let go of their devices in the workqueue */
+	flush_workqueue(coll_wq);
+	coll_ib_exit();
 	destroy_workqueue(coll_wq);
 }
 

@@ -2,10 +2,11 @@
 /*
  * Listening for the modules of peer hosts, per network namespace.
  *
- * A namespace gets a TCP listener on the module parameter port (all
- * addresses, IPv4 and IPv6) the first time a communicator that spans hosts
- * is created in it, and loses it with the namespace (pernet exit) or the
- * module.  An accept thread hands each new connection to the workqueue,
+ * A namespace gets a TCP listener and an rdma_cm listener on the module
+ * parameter port (all addresses, IPv4 and IPv6; rdma_cm's port space is its
+ * own) the first time a communicator that spans hosts is created in it (the
+ * initial namespace at load), and loses them with the namespace (pernet
+ * exit) or the module.  An accept thread hands each new connection to the workqueue,
  * where the handshake runs with a bounded wait (coll_tcp_accepted()); at
  * most COLL_NET_MAX_PENDING handshakes are in progress per namespace, so a
  * flood of idle connections cannot pile up work.
@@ -19,16 +20,18 @@
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/sock.h>
+#include <rdma/rdma_cm.h>
 
 #include "coll_loc.h"
 
 #define COLL_NET_MAX_PENDING	64
 
 struct coll_net {
-	struct mutex lock;		/* sock, thread */
+	struct mutex lock;		/* sock, thread, rcm */
 	struct net *net;		/* not a reference: pernet lifetime */
 	struct socket *sock;
 	struct task_struct *thread;
+	struct rdma_cm_id *rcm;		/* NULL: no RDMA listener here */
 	atomic_t pending;
 	u16 port;
 };
@@ -85,9 +88,45 @@ static int coll_net_accept_thread(void *arg)
 	return 0;
 }
 
+/* Connect requests on the RDMA listener (rdma_cm's handler context). */
+static int coll_net_rdma_event(struct rdma_cm_id *cm, struct rdma_cm_event *ev)
+{
+	struct coll_net *cn = cm->context;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return coll_rdma_request(cm, ev, cn->net);
+	return 0;
+}
+
+/* Locks: cn->lock.  An rdma_cm listener, if this kernel and net allow. */
+static void coll_net_rdma_listen(struct coll_net *cn, u16 port)
+{
+	struct sockaddr_in6 sin6 = {
+		.sin6_family = AF_INET6,
+		.sin6_port = htons(port),
+	};
+	struct rdma_cm_id *cm;
+
+	lockdep_assert_held(&cn->lock);
+	cm = rdma_create_id(cn->net, coll_net_rdma_event, cn, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(cm))
+		return;
+	if (rdma_bind_addr(cm, (struct sockaddr *)&sin6) ||
+	    rdma_listen(cm, 128)) {
+		rdma_destroy_id(cm);
+		return;
+	}
+	cn->rcm = cm;
+}
+
 static void coll_net_stop(struct coll_net *cn)
 {
 	mutex_lock(&cn->lock);
+	if (cn->rcm) {
+		rdma_destroy_id(cn->rcm);
+		cn->rcm = NULL;
+	}
 	if (cn->sock) {
 		kernel_sock_shutdown(cn->sock, SHUT_RDWR);
 		kthread_stop(cn->thread);
@@ -141,7 +180,9 @@ int coll_net_listen(struct net *net)
 		cn->thread = NULL;
 		cn->sock = NULL;
 		sock_release(sock);
+		goto out_unlock;
 	}
+	coll_net_rdma_listen(cn, port);
 out_unlock:
 	mutex_unlock(&cn->lock);
 	return r;
@@ -171,7 +212,16 @@ static struct pernet_operations coll_net_ops = {
 
 int coll_net_init(void)
 {
-	return register_pernet_subsys(&coll_net_ops);
+	int ret = register_pernet_subsys(&coll_net_ops);
+
+	/*
+	 * Listen in the initial namespace at once, so that a peer host does
+	 * not find the port closed (and fall back) before this host's first
+	 * communicator; failing here is not fatal (tried again on demand).
+	 */
+	if (!ret)
+		coll_net_listen(&init_net);
+	return ret;
 }
 
 void coll_net_exit(void)

@@ -239,7 +239,12 @@ static void coll_task_release(struct kref *kref)
 {
 	struct coll_task *task = container_of(kref, struct coll_task, kref);
 
-	if (coll_task_pinned(task) > COLL_TASK_INLINE_UNPIN) {
+	/*
+	 * Across hosts, grants are revoked (waiting for the device) before the
+	 * pages go: never in whatever context let go last, which may be a
+	 * completion queue's.
+	 */
+	if (task->xt || coll_task_pinned(task) > COLL_TASK_INLINE_UNPIN) {
 		INIT_WORK(&task->free_work, coll_task_free_work);
 		queue_work(coll_wq, &task->free_work);
 		return;

@@ -109,13 +109,14 @@ struct coll_wire_desc {
 	__le32 __reserved;
 } __packed;
 
-struct coll_wire_export {
+struct coll_wire_export {	/* a grant: the peer may read these bytes */
 	__le32 rank;		/* a rank of the sender */
 	__le32 buf;		/* enum coll_sbuf */
 	__le32 rkey;
 	__le32 __reserved;
-	__le64 addr;		/* the MR's address of byte 0 of the buffer */
+	__le64 off;		/* bytes [off, off + len) of that buffer */
 	__le64 len;
+	__le64 addr;		/* the address of byte off, for RDMA READ */
 } __packed;
 
 /* READ_REQ's payload (TCP): arg of the header is the requester's cookie. */

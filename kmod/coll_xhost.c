@@ -40,6 +40,8 @@
 #define COLL_XSEG_MAX		4096
 /* Kernel memory one thread reads a chunk's remote sources into, at most. */
 #define COLL_XSTAGE_MAX		SZ_1M
+/* Reads one source of a chunk may take: grants are at least 2 MiB apart. */
+#define COLL_XPIECES		4
 
 struct coll_xseg {		/* bytes of one rank's buffer */
 	u32 rank;
@@ -52,6 +54,7 @@ struct coll_xseg {		/* bytes of one rank's buffer */
 struct coll_xslot {		/* a peer's READY for one round */
 	struct coll_msg *msg;
 	u32 round;
+	u32 eager_limit;	/* the sender's, from the frame */
 	bool checked;		/* its size is being or was checked */
 	bool valid;		/* ... and fits the plan */
 	bool eager;
@@ -65,7 +68,19 @@ struct coll_xpeer {
 	struct coll_xslot slot[2];	/* by round parity */
 	struct coll_wire_desc desc;	/* from its READY(0) */
 	int abort_err;		/* it aborted the collective */
+	struct coll_wire_export *exp;	/* its grants, sorted */
+	u32 nexp;
+	struct coll_xgrant *grants;	/* ours to it */
+	u32 ngrants;
 };
+
+struct coll_xgrant {
+	struct coll_link *link;		/* holds a ref */
+	void *cookie;
+};
+
+/* Grants one READY(0) may carry. */
+#define COLL_XEXPORT_MAX	1024
 
 struct coll_xtask {
 	u32 nhosts;
@@ -74,6 +89,7 @@ struct coll_xtask {
 	u32 opened;		/* rounds opened */
 	bool started;		/* the plan exists */
 	struct coll_wire_desc desc;	/* ours */
+	bool granting;		/* our buffers may be read, not only sent */
 	struct coll_xpeer peer[];
 };
 
@@ -110,6 +126,11 @@ static void coll_xslot_clear(struct coll_xslot *sl)
 	memset(sl, 0, sizeof(*sl));
 }
 
+/*
+ * The task is over and everyone let go: revoke the grants (invalidating the
+ * peers' keys), then the pages may be unpinned.  Never in a CQ's context:
+ * coll_task.c frees tasks that span hosts from the workqueue.
+ */
 void coll_xtask_free(struct coll_task *task)
 {
 	struct coll_xtask *xt = task->xt;
@@ -117,9 +138,18 @@ void coll_xtask_free(struct coll_task *task)
 
 	if (!xt)
 		return;
-	for (h = 0; h < xt->nhosts; h++)
+	for (h = 0; h < xt->nhosts; h++) {
+		struct coll_xpeer *pr = &xt->peer[h];
+
+		for (i = 0; i < pr->ngrants; i++) {
+			pr->grants[i].link->ops->revoke(pr->grants[i].cookie);
+			coll_link_put(pr->grants[i].link);
+		}
+		kfree(pr->grants);
+		kvfree(pr->exp);
 		for (i = 0; i < 2; i++)
-			coll_xslot_clear(&xt->peer[h].slot[i]);
+			coll_xslot_clear(&pr->slot[i]);
+	}
 	coll_kvfree(xt, struct_size(xt, peer, xt->nhosts));
 	task->xt = NULL;
 }
@@ -226,11 +256,16 @@ static int coll_xsegs(struct coll_task *task, u32 round, u32 src, u32 dst,
 	return 0;
 }
 
-/* Is the round small enough to go with READY? */
-static bool coll_xeager(u64 bytes, int err)
+/* The eager limit this host uses towards a link. */
+static u32 coll_xlimit(const struct coll_link *l)
 {
-	return !err && bytes <= min_t(u64, READ_ONCE(coll_eager_bytes),
-				      COLL_WIRE_MAX_PAYLOAD / 2);
+	return min_t(u32, READ_ONCE(coll_eager_bytes), l->max_eager);
+}
+
+/* Is the round small enough to go with READY, under @limit? */
+static bool coll_xeager(u64 bytes, int err, u32 limit)
+{
+	return !err && bytes <= limit;
 }
 
 /* Copy @len bytes at byte @pos of a local obuf into @dst. */
@@ -278,27 +313,100 @@ static struct coll_link *coll_xhost_link(struct coll_comm *comm, u32 host)
 	return l;
 }
 
+static int coll_export_cmp(const void *a, const void *b)
+{
+	const struct coll_wire_export *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return le32_to_cpu(x->rank) < le32_to_cpu(y->rank) ? -1 : 1;
+	if (x->buf != y->buf)
+		return le32_to_cpu(x->buf) < le32_to_cpu(y->buf) ? -1 : 1;
+	if (x->off != y->off)
+		return le64_to_cpu(x->off) < le64_to_cpu(y->off) ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Grant @host's link read access to every buffer of this host's ranks, for
+ * this collective; the exports go into @exp.  Return: 0 or -errno.
+ */
+static int coll_xhost_grant(struct coll_task *task, struct coll_link *l,
+			    struct coll_xpeer *pr, struct coll_wire_export *exp,
+			    u32 *nexp)
+{
+	u32 r, b, n, max = 2 * task->nlocal;
+	int err = 0;
+
+	pr->grants = kcalloc(max, sizeof(*pr->grants), GFP_KERNEL);
+	if (!pr->grants)
+		return -ENOMEM;
+	*nexp = 0;
+	for (r = 0; r < task->nranks && !err; r++) {
+		struct coll_sub *sub = task->sub[r];
+
+		for (b = 0; sub && b < 2 && !err; b++) {
+			u64 len = coll_sched_buf_elems(task->desc.prim,
+						       task->nranks,
+						       task->desc.root, r, b,
+						       task->desc.count) *
+				  task->esize;
+			u32 k;
+
+			if (!sub->ob[b] || !len)
+				continue;
+			err = l->ops->grant(l, sub->ob[b], sub->base[b], len,
+					    exp + *nexp,
+					    COLL_XEXPORT_MAX - *nexp, &n,
+					    &pr->grants[pr->ngrants].cookie);
+			if (err)
+				break;
+			coll_link_get(l);
+			pr->grants[pr->ngrants++].link = l;
+			for (k = 0; k < n; k++) {
+				exp[*nexp + k].rank = cpu_to_le32(r);
+				exp[*nexp + k].buf = cpu_to_le32(b);
+			}
+			*nexp += n;
+		}
+	}
+	return err;
+}
+
 /* READY(@round) to @host, with round 0's agreement and the eager data. */
 static int coll_xhost_send_ready(struct coll_task *task, u32 host, u32 round)
 {
 	struct coll_link *l = coll_xhost_link(task->comm, host);
-	u32 self = task->comm->hosts->self, nseg = 0, i, hdr = 0;
+	u32 self = task->comm->hosts->self, nseg = 0, i, hdr = 0, nexp = 0;
+	struct coll_wire_export *exp = NULL;
 	struct coll_xseg *seg = NULL;
 	struct coll_msg *m;
 	u64 bytes = 0;
+	u32 limit;
 	int err = 0;
 	u8 *p;
 
 	if (!l)
 		return -ECONNRESET;
+	limit = coll_xlimit(l);
 	if (round < task->sched->nrounds)
 		err = coll_xsegs(task, round, self, host, &seg, &nseg, &bytes);
 	if (err && err != -E2BIG)
 		goto out_put;
-	if (!coll_xeager(bytes, err))
+	if (!coll_xeager(bytes, err, limit))
 		bytes = 0;
-	if (!round)
-		hdr = sizeof(struct coll_wire_desc);
+	err = 0;
+	if (!round) {
+		if (task->xt->granting && l->ops->grant) {
+			exp = kvmalloc_array(COLL_XEXPORT_MAX, sizeof(*exp),
+					     GFP_KERNEL | __GFP_ZERO);
+			err = exp ? coll_xhost_grant(task, l,
+						     &task->xt->peer[host],
+						     exp, &nexp) : -ENOMEM;
+			if (err)
+				goto out_free;
+		}
+		hdr = sizeof(struct coll_wire_desc) + nexp * sizeof(*exp);
+	}
 	m = coll_msg_alloc(hdr + bytes);
 	if (!m) {
 		err = -ENOMEM;
@@ -309,9 +417,14 @@ static int coll_xhost_send_ready(struct coll_task *task, u32 host, u32 round)
 	m->hdr.len = cpu_to_le32(m->len);
 	m->hdr.round = cpu_to_le32(round);
 	m->hdr.seq = cpu_to_le64(task->seq);
+	m->hdr.arg = cpu_to_le64(limit);
 	p = m->data;
 	if (!round) {
-		coll_xhost_desc(task, (struct coll_wire_desc *)p);
+		struct coll_wire_desc *d = (struct coll_wire_desc *)p;
+
+		coll_xhost_desc(task, d);
+		d->nexports = cpu_to_le32(nexp);
+		memcpy(p + sizeof(*d), exp, nexp * sizeof(*exp));
 		p += hdr;
 	}
 	for (i = 0; bytes && i < nseg; i++) {
@@ -331,6 +444,7 @@ static int coll_xhost_send_ready(struct coll_task *task, u32 host, u32 round)
 	}
 	err = l->ops->send(l, m);
 out_free:
+	kvfree(exp);
 	kvfree(seg);
 out_put:
 	coll_link_put(l);
@@ -449,8 +563,9 @@ static int coll_xhost_file(struct coll_task *task, u32 host,
 
 	lockdep_assert_held(&task->lock);
 	*keep = false;
-	if (m->hdr.arg || m->hdr.credits || round != pr->ready ||
-	    round > xt->sent || (xt->started && round > task->sched->nrounds)) {
+	if (le64_to_cpu(m->hdr.arg) > COLL_WIRE_MAX_PAYLOAD / 2 ||
+	    round != pr->ready || round > xt->sent ||
+	    (xt->started && round > task->sched->nrounds)) {
 		pr_warn_ratelimited("comm %u: host %u: READY seq %llu round %u out of turn (expected %u, sent %u, rounds %u)\n",
 				    task->comm->serial, host, task->seq, round,
 				    pr->ready, xt->sent,
@@ -461,17 +576,93 @@ static int coll_xhost_file(struct coll_task *task, u32 host,
 		if (m->len < sizeof(pr->desc))
 			return -EPROTO;
 		memcpy(&pr->desc, m->data, sizeof(pr->desc));
-		if (pr->desc.nexports || pr->desc.__reserved)
+		if (le32_to_cpu(pr->desc.nexports) > COLL_XEXPORT_MAX ||
+		    pr->desc.__reserved ||
+		    m->len < sizeof(pr->desc) +
+			     le32_to_cpu(pr->desc.nexports) *
+			     sizeof(struct coll_wire_export))
 			return -EPROTO;
 	}
 	sl = &pr->slot[round & 1];
 	coll_xslot_clear(sl);
 	sl->msg = m;
 	sl->round = round;
-	sl->data_off = round ? 0 : sizeof(pr->desc);
+	sl->eager_limit = le64_to_cpu(m->hdr.arg);
+	sl->data_off = round ? 0 : sizeof(pr->desc) +
+		       le32_to_cpu(pr->desc.nexports) *
+		       sizeof(struct coll_wire_export);
 	*keep = true;
 	pr->ready = round + 1;
 	return 0;
+}
+
+/*
+ * The grants in a peer's READY(0): for ranks of that peer, within their
+ * buffers; kept sorted for coll_xhost_export_find().  Return: 0 or -EPROTO.
+ */
+static int coll_xhost_exports(struct coll_task *task, u32 host,
+			      struct coll_xslot *sl)
+{
+	struct coll_xpeer *pr = &task->xt->peer[host];
+	u32 n = le32_to_cpu(pr->desc.nexports), k;
+	struct coll_wire_export *exp;
+	u64 end;
+
+	if (!n)
+		return 0;
+	exp = kvmalloc_array(n, sizeof(*exp), GFP_KERNEL);
+	if (!exp)
+		return -EPROTO;
+	memcpy(exp, sl->msg->data + sizeof(pr->desc), n * sizeof(*exp));
+	for (k = 0; k < n; k++) {
+		u32 rank = le32_to_cpu(exp[k].rank), buf = le32_to_cpu(exp[k].buf);
+		u64 len = le64_to_cpu(exp[k].len);
+
+		if (rank >= task->nranks ||
+		    task->comm->hosts->rank_host[rank] != host ||
+		    buf > COLL_SBUF_RECV || !len || exp[k].__reserved ||
+		    check_add_overflow(le64_to_cpu(exp[k].off), len, &end) ||
+		    end > coll_sched_buf_elems(task->desc.prim, task->nranks,
+					       task->desc.root, rank, buf,
+					       task->desc.count) * task->esize) {
+			kvfree(exp);
+			return -EPROTO;
+		}
+	}
+	sort(exp, n, sizeof(*exp), coll_export_cmp, NULL);
+	spin_lock(&task->lock);
+	kvfree(pr->exp);
+	pr->exp = exp;
+	pr->nexp = n;
+	spin_unlock(&task->lock);
+	return 0;
+}
+
+/* The grant of a peer covering byte @off of (rank, buf), or NULL. */
+static const struct coll_wire_export *
+coll_xhost_export_find(const struct coll_xpeer *pr, u32 rank, u32 buf,
+		       u64 off)
+{
+	u32 lo = 0, hi = pr->nexp;
+
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+		const struct coll_wire_export *e = &pr->exp[mid];
+		u32 er = le32_to_cpu(e->rank), eb = le32_to_cpu(e->buf);
+		u64 end = le64_to_cpu(e->off) + le64_to_cpu(e->len);
+		bool below = er != rank ? er < rank :
+			     eb != buf ? eb < buf : end <= off;
+
+		if (below)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == pr->nexp || le32_to_cpu(pr->exp[lo].rank) != rank ||
+	    le32_to_cpu(pr->exp[lo].buf) != buf ||
+	    le64_to_cpu(pr->exp[lo].off) > off)
+		return NULL;
+	return &pr->exp[lo];
 }
 
 /*
@@ -486,7 +677,7 @@ static int coll_xhost_check_slot(struct coll_task *task, u32 host, u32 round)
 	struct coll_xslot *sl = &xt->peer[host].slot[round & 1];
 	u32 self = task->comm->hosts->self, nseg = 0, len, data_off;
 	struct coll_xseg *seg = NULL;
-	bool eager = false;
+	bool eager = false, agree;
 	u64 bytes = 0;
 	int err = 0;
 
@@ -500,16 +691,17 @@ static int coll_xhost_check_slot(struct coll_task *task, u32 host, u32 round)
 	data_off = sl->data_off;
 	spin_unlock(&task->lock);
 
-	if (round == 0 && !coll_xdesc_equal(&xt->desc, &xt->peer[host].desc)) {
-		/* EPROTO for the collective when the round opens */
-		eager = false;
-	} else {
+	/* another descriptor: -EPROTO for the collective as round 0 opens */
+	agree = round != 0 || coll_xdesc_equal(&xt->desc, &xt->peer[host].desc);
+	if (agree && round == 0 && coll_xhost_exports(task, host, sl))
+		return -EPROTO;
+	if (agree) {
 		if (round < task->sched->nrounds)
 			err = coll_xsegs(task, round, host, self, &seg, &nseg,
 					 &bytes);
 		if (err && err != -E2BIG)
 			return err;
-		eager = coll_xeager(bytes, err);
+		eager = coll_xeager(bytes, err, sl->eager_limit);
 		if (len != data_off + (eager ? bytes : 0)) {
 			pr_warn_ratelimited("comm %u: host %u: READY seq %llu round %u carries %u bytes, the plan says %llu\n",
 					    task->comm->serial, host, task->seq,
@@ -707,6 +899,34 @@ void coll_xhost_adopt_early(struct coll_task *task)
 
 /* ---- the task's life ----------------------------------------------------------------- */
 
+/*
+ * Could a peer have to read rather than be sent what it needs?  Not if all
+ * this host's buffers together fit the smallest eager limit of its links.
+ */
+static bool coll_xhost_granting(struct coll_task *task)
+{
+	struct coll_comm *comm = task->comm;
+	u64 bytes = 0, limit = U64_MAX;
+	u32 r, b, h;
+
+	for (r = 0; r < task->nranks; r++)
+		for (b = 0; task->sub[r] && b < 2; b++)
+			bytes += coll_sched_buf_elems(task->desc.prim,
+						      task->nranks,
+						      task->desc.root, r, b,
+						      task->desc.count) *
+				 task->esize;
+	for (h = 0; h < comm->hosts->nhosts; h++) {
+		struct coll_link *l = coll_xhost_link(comm, h);
+
+		if (!l)
+			continue;
+		limit = min_t(u64, limit, coll_xlimit(l));
+		coll_link_put(l);
+	}
+	return bytes > limit;
+}
+
 /**
  * coll_xhost_start() - the plan exists: tell the peers, maybe open round 0
  * @task: a RUNNING task spanning hosts (round 0 closed)
@@ -718,6 +938,7 @@ void coll_xhost_start(struct coll_task *task)
 	int err = 0;
 
 	coll_xhost_desc(task, &xt->desc);
+	xt->granting = coll_xhost_granting(task);
 	/*
 	 * Sent before sending: a peer may answer READY(0) with READY(1) while
 	 * this host is still telling the others.
@@ -847,7 +1068,7 @@ int coll_xhost_fetch(struct coll_task *task, const struct coll_chunk *ch,
 	const struct coll_sched *s = task->sched;
 	const struct coll_hosts *hs = task->comm->hosts;
 	const struct coll_step *st = ch->step;
-	u32 round = st->round, j, nread = 0, k;
+	u32 round = st->round, j, nread = 0, k, nr;
 	u64 len = ch->n * task->esize;
 	struct coll_rread *rr = NULL;
 	struct coll_place p;
@@ -880,38 +1101,70 @@ int coll_xhost_fetch(struct coll_task *task, const struct coll_chunk *ch,
 		return 0;
 
 	stage = kvmalloc(nread * len, GFP_KERNEL | __GFP_NOWARN);
-	rr = kcalloc(nread, sizeof(*rr), GFP_KERNEL);
+	/* a piece spans at most a few grants (COLL_XPIECES) */
+	rr = kcalloc(nread * COLL_XPIECES, sizeof(*rr), GFP_KERNEL);
 	if (!stage || !rr) {
 		kvfree(stage);
 		kfree(rr);
 		return -ENOMEM;
 	}
-	for (j = 0, k = 0; j < st->nsrc; j++) {
+	for (j = 0, k = 0, nr = 0; j < st->nsrc; j++) {
+		u32 host;
+		u64 off, left;
+		u8 *sink;
 		struct coll_link *l;
 
 		coll_step_src(s, st, ch->a, ch->b, j, &p);
-		if (src[j] || hs->rank_host[p.rank] == hs->self)
+		host = hs->rank_host[p.rank];
+		if (src[j] || host == hs->self)
 			continue;
-		rr[k] = (struct coll_rread){
-			.seq = task->seq,
-			.rank = p.rank,
-			.buf = p.buf,
-			.off = (p.off + ch->elem) * task->esize,
-			.len = len,
-			.sink = stage + (u64)k * len,
-			.wq = &task->wq,
-		};
-		INIT_LIST_HEAD(&rr[k].node);
-		src[j] = rr[k].sink;
-		l = coll_xhost_link(task->comm, hs->rank_host[p.rank]);
-		if (!l || l->ops->read(l, &rr[k]))
-			coll_rread_complete(&rr[k], -ECONNRESET);
+		sink = stage + (u64)k++ * len;
+		src[j] = sink;
+		off = (p.off + ch->elem) * task->esize;
+		l = coll_xhost_link(task->comm, host);
+		for (left = len; left; ) {
+			struct coll_rread *x = &rr[nr];
+			u64 n = left;
+
+			*x = (struct coll_rread){
+				.seq = task->seq,
+				.rank = p.rank,
+				.buf = p.buf,
+				.off = off,
+				.sink = sink,
+				.wq = &task->wq,
+			};
+			INIT_LIST_HEAD(&x->node);
+			if (l && l->ops->grant) {
+				const struct coll_wire_export *e;
+
+				e = coll_xhost_export_find(&task->xt->peer[host],
+							   p.rank, p.buf, off);
+				if (!e || nr + 1 == (u32)(nread * COLL_XPIECES)) {
+					err = -EPROTO;	/* no grant covers it */
+					break;
+				}
+				n = min(left, le64_to_cpu(e->off) +
+					le64_to_cpu(e->len) - off);
+				x->rkey = le32_to_cpu(e->rkey);
+				x->raddr = le64_to_cpu(e->addr) +
+					   (off - le64_to_cpu(e->off));
+			}
+			x->len = n;
+			nr++;
+			if (!l || l->ops->read(l, x))
+				coll_rread_complete(x, -ECONNRESET);
+			off += n;
+			sink += n;
+			left -= n;
+		}
 		if (l)
 			coll_link_put(l);
-		k++;
+		if (err)
+			break;
 	}
 	/* The sinks are ours: wait for every read, even after a failure. */
-	for (k = 0; k < nread; k++) {
+	for (k = 0; k < nr; k++) {
 		wait_event(task->wq, coll_rread_done(&rr[k]));
 		if (!err && rr[k].status)
 			err = rr[k].status;
@@ -919,9 +1172,7 @@ int coll_xhost_fetch(struct coll_task *task, const struct coll_chunk *ch,
 	kfree(rr);
 	*staging = stage;
 	*staging_len = nread * len;
-	if (err)
-		return err;
-	return 0;
+	return err;
 }
 
 /**

@@ -479,7 +479,7 @@ static const struct coll_link_ops coll_tcp_ops = {
 
 /* Wrap an authenticated socket in a link and start its threads. */
 static struct coll_tcp *coll_tcp_link(struct coll_comm *comm, u32 host,
-				      struct socket *sock)
+				      struct socket *sock, u32 fallback)
 {
 	struct coll_tcp *t = kzalloc(sizeof(*t), GFP_KERNEL);
 
@@ -487,8 +487,8 @@ static struct coll_tcp *coll_tcp_link(struct coll_comm *comm, u32 host,
 		return NULL;
 	coll_link_init(&t->link, comm, host, &coll_tcp_ops);
 	t->link.transport = COLL_TRANSPORT_TCP;
-	t->link.fallback = comm->hosts->flags & COLL_COMM_F_TCP ?
-			   COLL_FALLBACK_ASKED : COLL_FALLBACK_NO_DEVICE;
+	t->link.owned = true;
+	t->link.fallback = fallback;
 	t->sock = sock;
 	INIT_LIST_HEAD(&t->txq);
 	INIT_LIST_HEAD(&t->reads);
@@ -568,7 +568,7 @@ static const char coll_mac_proof[] = "collective proof v1";
  * One attempt to connect to @host and prove ourselves.  Return: 0 (the link
  * is attached), -EAGAIN (try again: not there yet), or a final -errno.
  */
-static int coll_tcp_try(struct coll_comm *comm, u32 host)
+static int coll_tcp_try(struct coll_comm *comm, u32 host, u32 fallback)
 {
 	struct coll_wire_hello hello;
 	struct coll_wire_reply reply;
@@ -619,7 +619,7 @@ static int coll_tcp_try(struct coll_comm *comm, u32 host)
 		r = -EAGAIN;
 		goto err_release;
 	}
-	t = coll_tcp_link(comm, host, sock);
+	t = coll_tcp_link(comm, host, sock, fallback);
 	if (!t) {
 		r = -ENOMEM;
 		goto err_release;
@@ -640,17 +640,19 @@ err_release:
  * @comm: the communicator (the caller holds a reference)
  * @host: the peer's index
  * @deadline: jiffies
+ * @fallback: why not RDMA (enum coll_fallback), for COLL_COMM_QUERY
  *
  * Return: 0 (the link is attached), -ETIMEDOUT, -EPROTO (the peer was
  * given other tables), or another -errno.
  */
-int coll_tcp_connect(struct coll_comm *comm, u32 host, unsigned long deadline)
+int coll_tcp_connect(struct coll_comm *comm, u32 host, unsigned long deadline,
+		     u32 fallback)
 {
 	unsigned int backoff = 20;
 	int r;
 
 	for (;;) {
-		r = coll_tcp_try(comm, host);
+		r = coll_tcp_try(comm, host, fallback);
 		if (r != -EAGAIN)
 			return r;
 		if (time_after(jiffies, deadline))
@@ -727,7 +729,10 @@ void coll_tcp_accepted(struct net *net, struct socket *sock)
 	    !coll_auth_equal(mac, proof.mac))
 		goto out_put;		/* does not know the id */
 	coll_tcp_tune(sock);
-	t = coll_tcp_link(comm, src, sock);
+	/* the peer chose TCP: asked to, or RDMA did not reach us */
+	t = coll_tcp_link(comm, src, sock, comm->hosts->flags &
+			  COLL_COMM_F_TCP ? COLL_FALLBACK_ASKED :
+			  COLL_FALLBACK_PEER);
 	if (!t)
 		goto out_put;
 	if (coll_link_attach(comm, &t->link))

@@ -110,7 +110,9 @@ if [ -d /sys/module/$MOD ]; then
 	not_ok "insmod $MOD" "an older $MOD is loaded and cannot be removed"
 elif [ ! -f "$KO" ]; then
 	not_ok "insmod $MOD" "$KO missing (build kmod/ first)"
-elif ! insmod "$KO" ${COLL_INSMOD_ARGS:-} > "$TMP/insmod" 2>&1; then
+elif ! { for d in $(modinfo -F depends "$KO" 2>/dev/null | tr , ' '); do
+		modprobe "$d" || exit 1; done; } > "$TMP/insmod" 2>&1 ||
+     ! insmod "$KO" ${COLL_INSMOD_ARGS:-} >> "$TMP/insmod" 2>&1; then
 	diag < "$TMP/insmod"
 	not_ok "insmod $MOD" "insmod $KO failed"
 else
