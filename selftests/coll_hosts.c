@@ -4,7 +4,8 @@
  * libcollective's rendezvous and the module's transports.
  *
  *   coll_hosts --nnodes H --node I --local L --root ADDR:PORT
- *              [--transport auto|tcp|rdma] [--sizes LIST] [--seed HEX]
+ *              [--transport auto|tcp|rdma] [--expect-transport tcp|rdma]
+ *              [--sizes LIST] [--seed HEX] [--algos LIST]
  *
  * Run on every host with the same arguments but --node; COLL_ID (the same
  * everywhere) comes from the environment.  The L local ranks are processes
@@ -43,6 +44,7 @@ struct opts {
 	int algos[4];
 	int nalgos;
 	unsigned int timeout_ms;
+	int expect;		/* enum coll_transport to the other hosts, or -1 */
 };
 
 struct result {
@@ -56,6 +58,7 @@ struct shm {
 	struct result res[MAX_CASES][MAX_LOCAL];
 	char names[MAX_CASES][96];
 	char topo[MAX_LOCAL][256];
+	char topo_bad[MAX_LOCAL][96];	/* what COLL_COMM_QUERY got wrong */
 };
 
 static const int dtypes[] = {
@@ -522,6 +525,47 @@ static const char *transport_name(unsigned int t)
 	}
 }
 
+/*
+ * What COLL_COMM_QUERY must say here: this rank and host, every host with
+ * @o->local ranks, itself by "self" and the others by the transport
+ * expected.  Writes the first disagreement to @bad (empty if none).
+ */
+static void check_topology(const struct opts *o, int rank, int r,
+			   const struct coll_comm_query *q,
+			   const struct coll_peer_info *pi, char *bad,
+			   size_t len)
+{
+	int h;
+
+	bad[0] = 0;
+	if (r) {
+		snprintf(bad, len, "COLL_COMM_QUERY: %s", coll_strerror(r));
+		return;
+	}
+	if (q->out_rank != (unsigned int)rank ||
+	    q->out_nranks != (unsigned int)(o->nnodes * o->local) ||
+	    q->out_host != (unsigned int)o->node ||
+	    q->out_nhosts != (unsigned int)o->nnodes) {
+		snprintf(bad, len, "rank %u/%u host %u/%u, not %d/%d %d/%d",
+			 q->out_rank, q->out_nranks, q->out_host,
+			 q->out_nhosts, rank, o->nnodes * o->local, o->node,
+			 o->nnodes);
+		return;
+	}
+	for (h = 0; h < o->nnodes && h < 16; h++) {
+		unsigned int want = h == o->node ? COLL_TRANSPORT_SELF :
+				    (unsigned int)o->expect;
+
+		if (pi[h].nranks != (unsigned int)o->local ||
+		    (o->expect >= 0 && pi[h].transport != want)) {
+			snprintf(bad, len, "host %d: %s with %u ranks, not %s with %d",
+				 h, transport_name(pi[h].transport),
+				 pi[h].nranks, transport_name(want), o->local);
+			return;
+		}
+	}
+}
+
 static int rank_main(int local, void *arg)
 {
 	struct shm *sh = arg;
@@ -540,6 +584,8 @@ static int rank_main(int local, void *arg)
 	nc = make_cases(o, o->nnodes * o->local, cs);
 	for (k = 0; k < nc; k++)
 		sh->res[k][local].err = -1;	/* not run */
+	snprintf(sh->topo_bad[local], sizeof(sh->topo_bad[local]),
+		 "did not join");
 	c.n = o->nnodes * o->local;
 	c.rank = o->node * o->local + local;
 	r = coll_id_from_str(&id, getenv("COLL_ID"));
@@ -552,7 +598,10 @@ static int rank_main(int local, void *arg)
 			 "join: %s", coll_strerror(r));
 		return 4;
 	}
-	if (!coll_comm_query(c.comm, &q, pi, 16)) {
+	r = coll_comm_query(c.comm, &q, pi, 16);
+	check_topology(o, c.rank, r, &q, pi, sh->topo_bad[local],
+		       sizeof(sh->topo_bad[local]));
+	if (!r) {
 		off += snprintf(sh->topo[local] + off, sizeof(sh->topo[0]) - off,
 				"rank %d/%u host %u/%u:", q.out_rank,
 				q.out_nranks, q.out_host, q.out_nhosts);
@@ -606,6 +655,7 @@ int main(int argc, char **argv)
 		{ "sizes", required_argument, NULL, 'S' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "algos", required_argument, NULL, 'A' },
+		{ "expect-transport", required_argument, NULL, 'E' },
 		{ 0 }
 	};
 	struct shm *sh;
@@ -623,6 +673,7 @@ int main(int argc, char **argv)
 	o->local = 1;
 	o->seed = 0x5eed;
 	o->timeout_ms = 60000;
+	o->expect = -1;
 	parse_sizes(o, "0,1,1001,262147");
 	o->nalgos = 4;
 	o->algos[0] = COLL_ALGO_AUTO;
@@ -645,6 +696,11 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 's': o->seed = strtoull(optarg, NULL, 16); break;
+		case 'E':
+			o->expect = !strcmp(optarg, "tcp") ? COLL_TRANSPORT_TCP :
+				    !strcmp(optarg, "rdma") ?
+				    COLL_TRANSPORT_RDMA : -1;
+			break;
 		case 'A': {
 			char *dup = strdup(optarg), *tok, *save = NULL;
 
@@ -666,7 +722,7 @@ int main(int argc, char **argv)
 	}
 	cs = calloc(MAX_CASES, sizeof(*cs));
 	nc = make_cases(o, o->nnodes * o->local, cs);
-	printf("TAP version 13\n1..%d\n", nc);
+	printf("TAP version 13\n1..%d\n", nc + 1);
 	fflush(stdout);
 	if (st_ranks_spawn(&rk, o->local, rank_main, sh))
 		return 2;
@@ -695,6 +751,17 @@ int main(int argc, char **argv)
 			printf("ok %d %s # %lld us\n", k + 1, name, (long long)us);
 		}
 	}
+	for (l = 0; l < o->local && !sh->topo_bad[l][0]; l++)
+		;
+	if (l < o->local)
+		failed++;
+	printf("%s %d topology: COLL_COMM_QUERY on every rank%s%s",
+	       l < o->local ? "not ok" : "ok", nc + 1,
+	       o->expect >= 0 ? ", transport " : "",
+	       o->expect >= 0 ? transport_name(o->expect) : "");
+	if (l < o->local)
+		printf(" # local %d: %s", l, sh->topo_bad[l]);
+	printf("\n");
 	if (bad)
 		printf("# %d local rank(s) did not exit cleanly\n", bad);
 	free(cs);

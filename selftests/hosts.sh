@@ -6,7 +6,8 @@
 #
 # On the host:  selftests/hosts.sh [CONFIG...]
 #   CONFIG is GUESTSxLOCAL[:TRANSPORTS], e.g. 2x1:tcp or 3x2:tcp,auto
-#   (default: the set below).  Each config is one boot of GUESTS guests
+#   (default: the set below; auto and rdma expect RDMA, as the rig gives
+#   every guest rxe0).  Each config is one boot of GUESTS guests
 #   (vms.sh), each running LOCAL ranks, coll_hosts once per transport.
 # In each guest (vms.sh runs this file with --guest): load the module, meet
 # the others, run coll_hosts, meet again, unload, check the kernel log.
@@ -36,6 +37,7 @@ guest_main() {
 		out=$COLL_RUN_DIR/coll_hosts-$t.tap
 		COLL_ID=$HOSTS_ID "$bin" --nnodes "$GUEST_COUNT" --node "$GUEST_INDEX" \
 			--local "$local" --root "$first:$RDV_PORT" --transport "$t" \
+			--expect-transport "$([ "$t" = tcp ] && echo tcp || echo rdma)" \
 			${HOSTS_SIZES:+--sizes "$HOSTS_SIZES"} >"$out" 2>&1 || rc=1
 		sed "s/^/@$t@ /" "$out"
 		coll_barrier 300 || { echo "# barrier after $t failed"; rc=1; }
@@ -58,7 +60,7 @@ if [ "${1:-}" = --guest ]; then
 fi
 
 configs=("$@")
-[ ${#configs[@]} -gt 0 ] || configs=(2x1:tcp 2x2:tcp 3x1:tcp 3x2:tcp)
+[ ${#configs[@]} -gt 0 ] || configs=(2x1:tcp,auto 2x2:tcp,rdma 3x1:auto 3x2:tcp,auto)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hosts.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 lock=${COLL_GUEST_LOCK:-/tmp/coll-guest.lock}
