@@ -152,6 +152,39 @@ coll_barrier() {
 	fi
 }
 
+# coll_hub cut|restore [I=GUEST_INDEX]: cut guest I's link at vms.sh's hub
+# (every frame it sends or would receive is dropped) or restore it.  Returns
+# once the hub has done it, nonzero on error.  The protocol (a line in
+# $COLL_RUN_DIR/hub.req, the answer in hub.reply) is vms.sh's; programs may
+# speak it themselves (a shell command costs ~100 ms under TCG).
+coll_hub() {
+	local verb=${1:-} i=${2:-${GUEST_INDEX:-}} t line
+	local req=$COLL_RUN_DIR/hub.req rep=$COLL_RUN_DIR/hub.reply
+	[ -n "${COLL_HUB_CTL:-}" ] || { coll_log "coll_hub: no hub (not a vms.sh guest)"; return 1; }
+	case $verb in cut | restore) ;; *) coll_log "coll_hub: cut or restore, not '$verb'"; return 1 ;; esac
+	[[ $i =~ ^[0-9]+$ ]] || { coll_log "coll_hub: bad guest index '$i'"; return 1; }
+	[ ! -e "$rep" ] || rm -f "$rep"
+	echo "$verb $i" >"$req" || return 1
+	for ((t = 0; t < 400; t++)); do
+		if [ -s "$rep" ]; then
+			read -r line <"$rep"
+			rm -f "$rep"
+			[ "$line" = "ok $verb $i" ] && return 0
+			coll_log "coll_hub $verb $i: $line"
+			return 1
+		fi
+		sleep 0.025
+	done
+	coll_log "coll_hub $verb $i: no answer from the hub"
+	return 1
+}
+
+# coll_expect_poweroff [WHY]: this guest is about to power off on purpose
+# (poweroff -f, sysrq o): vm.sh then counts it as rc 0, not "no result".
+coll_expect_poweroff() {
+	echo "${1:-on purpose}" >"$COLL_RUN_DIR/poweroff" && sync
+}
+
 # coll_dmesg_splats: print kernel BUG/WARNING/Oops lines from dmesg; true if any.
 coll_dmesg_splats() {
 	dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|general protection fault|UBSAN:|KASAN:'

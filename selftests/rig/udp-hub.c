@@ -10,17 +10,28 @@
  * each frame to the port owning its destination MAC, flooding broadcast,
  * multicast and unknown destinations. It never touches anything but 127.0.0.1.
  *
- * usage: udp-hub -n N [-o PORTFILE] [-t SECS] [-p PID] [-v]
+ * usage: udp-hub -n N [-o PORTFILE] [-c FIFO] [-t SECS] [-p PID] [-v]
  *   -n N         number of guest ports (1..64)
  *   -o PORTFILE  write the N port numbers (one line, space-separated) to this
  *                file, atomically, once bound (default: stdout)
+ *   -c FIFO      take commands from this named pipe (made if missing), one a
+ *                line (see below)
  *   -t SECS      exit after SECS seconds in any case (default 3600)
  *   -p PID       exit when process PID is gone (checked every second)
  *   -v           print statistics to stderr on exit
  * SIGTERM/SIGINT/SIGHUP end it at once.
+ *
+ * Commands (-c), to inject faults into the guests' network:
+ *   cut I [REPLY]      drop every frame port I (0-based) sends or would be
+ *                      sent from now on, as if its cable were pulled
+ *   restore I [REPLY]  plug it back in
+ * With REPLY (an absolute path), the hub writes "ok cut I" (or "error: ...")
+ * to that file, atomically, once the command has taken effect: every frame
+ * handled after that point obeys it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -29,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,8 +53,9 @@ struct port {
 	int fd;
 	uint16_t port;
 	int known;			/* peer address learned */
+	int cut;			/* its link is cut: no frame in or out */
 	struct sockaddr_in peer;
-	unsigned long rx, tx, drop;
+	unsigned long rx, tx, drop, cutdrop;
 };
 
 struct mac_entry {
@@ -98,6 +111,10 @@ static void send_to(int to, const void *buf, size_t len)
 {
 	struct port *p = &ports[to];
 
+	if (p->cut) {
+		p->cutdrop++;
+		return;
+	}
 	if (!p->known) {
 		p->drop++;
 		return;
@@ -115,6 +132,10 @@ static void handle(int from, const uint8_t *buf, size_t len)
 	int to;
 
 	ports[from].rx++;
+	if (ports[from].cut) {
+		ports[from].cutdrop++;
+		return;
+	}
 	if (len < 14)
 		return;
 	mac_learn(src, from);
@@ -132,24 +153,108 @@ static void handle(int from, const uint8_t *buf, size_t len)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: udp-hub -n N [-o PORTFILE] [-t SECS] [-p PID] [-v]\n");
+	fprintf(stderr, "usage: udp-hub -n N [-o PORTFILE] [-c FIFO] [-t SECS] [-p PID] [-v]\n");
 	exit(2);
+}
+
+/* Write @msg to @path atomically (a temporary file renamed over it). */
+static void reply(const char *path, const char *msg)
+{
+	char tmp[4096];
+	FILE *f;
+
+	if (!path)
+		return;
+	if (path[0] != '/' ||
+	    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
+	    (int)sizeof(tmp)) {
+		fprintf(stderr, "udp-hub: bad reply path %s\n", path);
+		return;
+	}
+	f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "udp-hub: %s: %s\n", tmp, strerror(errno));
+		return;
+	}
+	fprintf(f, "%s\n", msg);
+	if (fclose(f) || rename(tmp, path)) {
+		fprintf(stderr, "udp-hub: %s: %s\n", path, strerror(errno));
+		unlink(tmp);
+	}
+}
+
+/* One command line from the control pipe. */
+static void command(char *line)
+{
+	char *save = NULL, *verb, *arg, *path, *end, msg[128];
+	long i = -1;
+
+	verb = strtok_r(line, " \t", &save);
+	arg = strtok_r(NULL, " \t", &save);
+	path = strtok_r(NULL, " \t", &save);
+	if (!verb)
+		return;
+	if (arg) {
+		errno = 0;
+		i = strtol(arg, &end, 10);
+		if (errno || *end || end == arg)
+			i = -1;
+	}
+	if ((strcmp(verb, "cut") && strcmp(verb, "restore")) || i < 0 ||
+	    i >= nports || strtok_r(NULL, " \t", &save)) {
+		snprintf(msg, sizeof(msg), "error: bad command '%s %s'", verb,
+			 arg ? arg : "");
+		fprintf(stderr, "udp-hub: %s\n", msg);
+		reply(path, msg);
+		return;
+	}
+	ports[i].cut = !strcmp(verb, "cut");
+	snprintf(msg, sizeof(msg), "ok %s %ld", verb, i);
+	fprintf(stderr, "udp-hub: port %ld (%u) %s\n", i, ports[i].port,
+		ports[i].cut ? "cut" : "restored");
+	reply(path, msg);
+}
+
+/* Read what the control pipe has; run each complete line. */
+static void control(int fd)
+{
+	static char buf[8192];
+	static size_t have;
+	ssize_t n;
+	char *nl;
+
+	for (;;) {
+		n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		buf[have] = 0;
+		while ((nl = memchr(buf, '\n', have))) {
+			*nl = 0;
+			command(buf);
+			have -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, have);
+		}
+		if (have == sizeof(buf) - 1)
+			have = 0;	/* a line that long is garbage */
+	}
 }
 
 int main(int argc, char **argv)
 {
 	static uint8_t buf[FRAME_MAX];
-	const char *portfile = NULL;
+	const char *portfile = NULL, *ctl = NULL;
 	double limit = 3600, deadline, next_check = 0;
 	pid_t watch = 0;
-	int verbose = 0, opt;
-	struct pollfd pfd[MAX_PORTS];
+	int verbose = 0, opt, npfd, ctlfd = -1;
+	struct pollfd pfd[MAX_PORTS + 1];
 	struct sigaction sa;
 
-	while ((opt = getopt(argc, argv, "n:o:t:p:v")) != -1) {
+	while ((opt = getopt(argc, argv, "n:o:c:t:p:v")) != -1) {
 		switch (opt) {
 		case 'n': nports = atoi(optarg); break;
 		case 'o': portfile = optarg; break;
+		case 'c': ctl = optarg; break;
 		case 't': limit = atof(optarg); break;
 		case 'p': watch = (pid_t)atol(optarg); break;
 		case 'v': verbose = 1; break;
@@ -188,6 +293,17 @@ int main(int argc, char **argv)
 		pfd[i].fd = ports[i].fd;
 		pfd[i].events = POLLIN;
 	}
+	npfd = nports;
+	if (ctl) {
+		/* Opened for writing too, so that it never reads end-of-file. */
+		if ((mkfifo(ctl, 0600) && errno != EEXIST) ||
+		    (ctlfd = open(ctl, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
+			perror("udp-hub: control pipe");
+			return 1;
+		}
+		pfd[npfd].fd = ctlfd;
+		pfd[npfd++].events = POLLIN;
+	}
 
 	{
 		char tmp[4096];
@@ -216,7 +332,7 @@ int main(int argc, char **argv)
 
 	deadline = now() + limit;
 	while (!stop) {
-		int n = poll(pfd, nports, 1000);
+		int n = poll(pfd, npfd, 1000);
 		double t;
 
 		if (n < 0 && errno != EINTR) {
@@ -244,6 +360,8 @@ int main(int argc, char **argv)
 				handle(i, buf, (size_t)len);
 			}
 		}
+		if (ctlfd >= 0 && (pfd[nports].revents & POLLIN))
+			control(ctlfd);
 		t = now();
 		if (t >= deadline) {
 			fprintf(stderr, "udp-hub: time limit (%.0f s) reached, exiting\n", limit);
@@ -258,7 +376,8 @@ int main(int argc, char **argv)
 
 	if (verbose)
 		for (int i = 0; i < nports; i++)
-			fprintf(stderr, "udp-hub: port %d (%u): rx %lu tx %lu drop %lu\n",
-				i, ports[i].port, ports[i].rx, ports[i].tx, ports[i].drop);
+			fprintf(stderr, "udp-hub: port %d (%u): rx %lu tx %lu drop %lu cut %lu\n",
+				i, ports[i].port, ports[i].rx, ports[i].tx, ports[i].drop,
+				ports[i].cutdrop);
 	return 0;
 }

@@ -126,7 +126,7 @@ fi
 mkdir -p "$rundir"
 rundir=$(cd "$rundir" && pwd -P)
 rig_check_path "$rundir" "run directory"
-rm -f "$rundir/rc" "$rundir/dmesg.txt" "$rundir/output.txt"
+rm -f "$rundir/rc" "$rundir/dmesg.txt" "$rundir/output.txt" "$rundir/poweroff"
 if [ -z "$log" ]; then
 	mkdir -p "$build/logs"
 	log=$build/logs/$name-$stamp.log
@@ -231,6 +231,10 @@ if [ "$interrupted" = 1 ]; then
 elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
 	rig_msg "TIMEOUT: no result after ${timeout}s (guest hung or too slow); stopped qemu"
 	rc=124
+elif [ "$qrc" = 0 ] && [ -s "$rundir/poweroff" ] && [ -z "$end_line" ]; then
+	# The guest said it would power off (guest-lib.sh coll_expect_poweroff).
+	rig_msg "the guest powered off, as it announced: $(head -n 1 "$rundir/poweroff")"
+	rc=0
 elif [ "$qrc" = 0 ]; then
 	rig_msg "NO RESULT: the guest stopped without reporting (kernel panic, oops, or init failure)"
 elif [ $((qrc & 1)) = 1 ] && [ -n "$end_line" ]; then

@@ -12,7 +12,10 @@ binds 127.0.0.1 ports and switches the frames between the guests' virtio-net
 NICs (qemu -netdev socket,udp=...). Guest i has eth0 = 10.77.0.(i+1)/24, no
 default route, MTU 9000 and soft-RoCE device rxe0 on eth0; CMD runs in every
 guest (bash, cwd = project root) with GUEST_INDEX, GUEST_COUNT, GUEST_IP,
-GUEST_IPS, COLL_RDMA_DEV, COLL_ROOT in its environment.
+GUEST_IPS, COLL_RDMA_DEV, COLL_ROOT, COLL_HUB_CTL in its environment.
+A guest can cut its own or another guest's link at the hub and restore it
+(guest-lib.sh: coll_hub cut|restore [I]), and power itself off on purpose
+(coll_expect_poweroff first: its rc is then 0).
 
 options:
   -n N             number of guests (2..64, required)
@@ -110,10 +113,11 @@ for ((i = 0; i < count; i++)); do
 	ips+=("10.77.0.$((i + 1))")
 done
 
-pids=() tails=() hub_pid=''
+pids=() tails=() hub_pid='' relay_pid=''
 cleanup() {
 	local p
 	for p in "${tails[@]}"; do kill "$p" 2>/dev/null || true; done
+	if [ -n "$relay_pid" ]; then kill "$relay_pid" 2>/dev/null || true; fi
 	if [ -n "$hub_pid" ]; then kill "$hub_pid" 2>/dev/null || true; fi
 }
 trap cleanup EXIT
@@ -128,7 +132,9 @@ on_signal() {
 trap on_signal INT TERM HUP
 
 # The hub exits on its own when this script is gone or after the time limit.
-"$hub" -n "$count" -o "$group/hub.ports" -t $((timeout + 60)) -p $$ -v 2>"$group/hub.log" &
+# It takes commands (cut / restore a guest's link) on the pipe hub.ctl.
+"$hub" -n "$count" -o "$group/hub.ports" -c "$group/hub.ctl" \
+	-t $((timeout + 60)) -p $$ -v 2>"$group/hub.log" &
 hub_pid=$!
 for ((t = 0; t < 100; t++)); do
 	[ -s "$group/hub.ports" ] && break
@@ -137,6 +143,32 @@ for ((t = 0; t < 100; t++)); do
 done
 read -r -a hub_ports <"$group/hub.ports" 2>/dev/null || true
 [ "${#hub_ports[@]}" = "$count" ] || rig_die "udp-hub did not start (see $group/hub.log)"
+
+# Guests cannot reach the host's loopback: a guest asks for a hub command
+# by writing the line "cut I" or "restore I" to hub.req in its run
+# directory (shared over 9p; guest-lib.sh's coll_hub), this relay hands it
+# to the hub (within 50 ms), and the hub answers in hub.reply there ("ok
+# cut I", or "error: ...") once the command has taken effect.
+hub_relay() {
+	local i req line
+	# read-write: opening a pipe so never blocks, even if the hub is gone
+	exec 8<>"$group/hub.ctl"
+	while kill -0 "$hub_pid" 2>/dev/null; do
+		for ((i = 0; i < count; i++)); do
+			req=$group/$name-g$i/hub.req
+			[ -f "$req" ] || continue
+			# a line and its newline (else not all written yet)
+			IFS= read -r -n 64 line <"$req" || continue
+			rm -f "$req"
+			if [[ $line =~ ^(cut|restore)\ [0-9]+$ ]]; then
+				echo "$line $group/$name-g$i/hub.reply" >&8
+			else
+				echo "error: bad request" >"$group/$name-g$i/hub.reply"
+			fi
+		done
+		sleep 0.05
+	done
+}
 
 setup_rxe=()
 if [ "$rxe" = 1 ]; then
@@ -149,14 +181,16 @@ logs=()
 for ((i = 0; i < count; i++)); do
 	logs[i]=$logdir/$name-$stamp-g$i.log
 	: >"${logs[i]}"
+	netdev="socket,id=n0,udp=127.0.0.1:${hub_ports[i]},localaddr=127.0.0.1:0"
 	# shellcheck disable=SC2054 # commas belong to qemu's option syntax
 	"$RIG_DIR/vm.sh" --name "$name-g$i" --smp "$smp" --mem "$mem" --timeout "$timeout" \
 		--log "${logs[i]}" --run-dir "$group/$name-g$i" --net none \
-		--qemu -netdev --qemu "socket,id=n0,udp=127.0.0.1:${hub_ports[i]},localaddr=127.0.0.1:0" \
+		--qemu -netdev --qemu "$netdev" \
 		--qemu -device --qemu "virtio-net-pci,netdev=n0,mac=$(printf '52:54:00:77:00:%02x' $((i + 1)))" \
 		--ip "${ips[i]}/24" --mtu "$mtu" \
 		--env "GUEST_INDEX=$i" --env "GUEST_COUNT=$count" --env "GUEST_IP=${ips[i]}" \
-		--env "GUEST_IPS=${ips[*]}" "${envs[@]}" "${setup_rxe[@]}" "${setups[@]}" "${pass[@]}" \
+		--env "GUEST_IPS=${ips[*]}" --env COLL_HUB_CTL=1 \
+		"${envs[@]}" "${setup_rxe[@]}" "${setups[@]}" "${pass[@]}" \
 		-q -- "$@" </dev/null >/dev/null 2>"$group/g$i.err" &
 	pids[i]=$!
 	index_of[$!]=$i
@@ -165,6 +199,9 @@ for ((i = 0; i < count; i++)); do
 		tails+=($!)
 	fi
 done
+
+hub_relay &
+relay_pid=$!
 
 rcs=()
 live=("${pids[@]}")
