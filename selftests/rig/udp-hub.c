@@ -10,10 +10,23 @@
  * each frame to the port owning its destination MAC, flooding broadcast,
  * multicast and unknown destinations. It never touches anything but 127.0.0.1.
  *
- * usage: udp-hub -n N [-o PORTFILE] [-c FIFO] [-t SECS] [-p PID] [-v]
+ * UDP loses frames: the kernel drops a datagram when qemu's socket buffer is
+ * full (qemu stops reading while the guest's receive ring is full), and a
+ * busy TCG guest makes that happen often under load.  With -u DIR the hub
+ * is lossless instead: one unix datagram socket per guest, DIR/hubI.sock,
+ * for "-netdev dgram,id=n0,local.type=unix,local.path=...,
+ * remote.type=unix,remote.path=DIR/hubI.sock" (qemu 7.2 and later).  The
+ * hub connects its socket to the guest's once it has heard from it, so a
+ * full guest queue is EAGAIN, not a drop: the frame waits in a queue of that
+ * port (bounded) until the guest reads again.  qemu, the other way, holds
+ * the guest's transmit queue while the hub's socket is full.
+ *
+ * usage: udp-hub -n N [-u DIR] [-o PORTFILE] [-c FIFO] [-t SECS] [-p PID] [-v]
  *   -n N         number of guest ports (1..64)
- *   -o PORTFILE  write the N port numbers (one line, space-separated) to this
- *                file, atomically, once bound (default: stdout)
+ *   -u DIR       unix datagram sockets DIR/hub0.sock ... (lossless), not UDP
+ *   -o PORTFILE  write the N port numbers (-u: socket paths; one line,
+ *                space-separated) to this file, atomically, once bound
+ *                (default: stdout)
  *   -c FIFO      take commands from this named pipe (made if missing), one a
  *                line (see below)
  *   -t SECS      exit after SECS seconds in any case (default 3600)
@@ -35,6 +48,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,21 +56,34 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_PORTS 64
 #define MAX_MACS 1024
 #define FRAME_MAX (65536 + 4096)
+#define QUEUE_MAX (16 << 20)	/* bytes waiting for one guest (-u), at most */
+
+struct frame {
+	struct frame *next;
+	size_t len;
+	uint8_t data[];
+};
 
 struct port {
 	int fd;
 	uint16_t port;
-	int known;			/* peer address learned */
+	int known;			/* peer address learned (-u: connected) */
 	int cut;			/* its link is cut: no frame in or out */
 	struct sockaddr_in peer;
-	unsigned long rx, tx, drop, cutdrop;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];	/* -u */
+	struct frame *qhead, *qtail;	/* -u: waiting for the guest to read */
+	size_t qbytes, qmax;
+	unsigned long rx, tx, drop, cutdrop, waited;
 };
+
+static const char *unix_dir;
 
 struct mac_entry {
 	uint8_t mac[6];
@@ -107,6 +134,62 @@ static void mac_learn(const uint8_t *mac, int port)
 	}
 }
 
+static void queue_free(struct port *p, unsigned long *count)
+{
+	while (p->qhead) {
+		struct frame *f = p->qhead;
+
+		p->qhead = f->next;
+		free(f);
+		(*count)++;
+	}
+	p->qtail = NULL;
+	p->qbytes = 0;
+}
+
+/* -u: send what waits for port @p until the guest's socket is full. */
+static void flush_queue(struct port *p)
+{
+	while (p->qhead) {
+		struct frame *f = p->qhead;
+
+		if (send(p->fd, f->data, f->len, MSG_DONTWAIT) < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+				return;
+			p->drop++;	/* the guest is gone */
+		} else {
+			p->tx++;
+		}
+		p->qhead = f->next;
+		p->qbytes -= f->len;
+		free(f);
+	}
+	p->qtail = NULL;
+}
+
+/* -u: keep a frame for port @p until its guest reads again. */
+static void enqueue(struct port *p, const void *buf, size_t len)
+{
+	struct frame *f;
+
+	if (p->qbytes + len > QUEUE_MAX || !(f = malloc(sizeof(*f) + len))) {
+		p->drop++;
+		return;
+	}
+	f->next = NULL;
+	f->len = len;
+	memcpy(f->data, buf, len);
+	if (p->qtail)
+		p->qtail->next = f;
+	else
+		p->qhead = f;
+	p->qtail = f;
+	p->qbytes += len;
+	if (p->qbytes > p->qmax)
+		p->qmax = p->qbytes;
+	p->waited++;
+}
+
 static void send_to(int to, const void *buf, size_t len)
 {
 	struct port *p = &ports[to];
@@ -117,6 +200,19 @@ static void send_to(int to, const void *buf, size_t len)
 	}
 	if (!p->known) {
 		p->drop++;
+		return;
+	}
+	if (unix_dir) {
+		if (p->qhead) {
+			enqueue(p, buf, len);	/* in order, behind the others */
+		} else if (send(p->fd, buf, len, MSG_DONTWAIT) < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+				enqueue(p, buf, len);
+			else
+				p->drop++;	/* the guest is gone */
+		} else {
+			p->tx++;
+		}
 		return;
 	}
 	if (sendto(p->fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&p->peer,
@@ -151,9 +247,34 @@ static void handle(int from, const uint8_t *buf, size_t len)
 			send_to(i, buf, len);
 }
 
+/* -u: what guest @i sent; the first datagram tells who the guest is. */
+static void recv_unix(int i, uint8_t *buf, size_t size)
+{
+	for (int k = 0; k < 64; k++) {
+		struct sockaddr_un from;
+		socklen_t flen = sizeof(from);
+		ssize_t len = recvfrom(ports[i].fd, buf, size, MSG_DONTWAIT,
+				       (struct sockaddr *)&from, &flen);
+
+		if (len < 0)
+			return;
+		if (!ports[i].known) {
+			/* from now on only that socket reaches this port, and
+			 * POLLOUT says whether it has room */
+			if (flen <= offsetof(struct sockaddr_un, sun_path) ||
+			    connect(ports[i].fd, (struct sockaddr *)&from, flen) < 0)
+				continue;
+			ports[i].known = 1;
+		}
+		if (len == 0)
+			continue;
+		handle(i, buf, (size_t)len);
+	}
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: udp-hub -n N [-o PORTFILE] [-c FIFO] [-t SECS] [-p PID] [-v]\n");
+	fprintf(stderr, "usage: udp-hub -n N [-u DIR] [-o PORTFILE] [-c FIFO] [-t SECS] [-p PID] [-v]\n");
 	exit(2);
 }
 
@@ -209,6 +330,8 @@ static void command(char *line)
 		return;
 	}
 	ports[i].cut = !strcmp(verb, "cut");
+	if (ports[i].cut)	/* what waits for it is lost with the cable */
+		queue_free(&ports[i], &ports[i].cutdrop);
 	snprintf(msg, sizeof(msg), "ok %s %ld", verb, i);
 	fprintf(stderr, "udp-hub: port %ld (%u) %s\n", i, ports[i].port,
 		ports[i].cut ? "cut" : "restored");
@@ -250,9 +373,10 @@ int main(int argc, char **argv)
 	struct pollfd pfd[MAX_PORTS + 1];
 	struct sigaction sa;
 
-	while ((opt = getopt(argc, argv, "n:o:c:t:p:v")) != -1) {
+	while ((opt = getopt(argc, argv, "n:u:o:c:t:p:v")) != -1) {
 		switch (opt) {
 		case 'n': nports = atoi(optarg); break;
+		case 'u': unix_dir = optarg; break;
 		case 'o': portfile = optarg; break;
 		case 'c': ctl = optarg; break;
 		case 't': limit = atof(optarg); break;
@@ -271,7 +395,29 @@ int main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	for (int i = 0; i < nports; i++) {
+	for (int i = 0; i < nports && unix_dir; i++) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		int sz = 4 << 20;
+
+		if (snprintf(a.sun_path, sizeof(a.sun_path), "%s/hub%d.sock", unix_dir, i) >=
+		    (int)sizeof(a.sun_path)) {
+			fprintf(stderr, "udp-hub: %s: path too long for a unix socket\n", unix_dir);
+			return 1;
+		}
+		unlink(a.sun_path);
+		ports[i].fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (ports[i].fd < 0 || bind(ports[i].fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+			perror("udp-hub: unix socket/bind");
+			return 1;
+		}
+		/* what may be in flight to the guest before EAGAIN */
+		if (setsockopt(ports[i].fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+			setsockopt(ports[i].fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		memcpy(ports[i].path, a.sun_path, sizeof(a.sun_path));
+		pfd[i].fd = ports[i].fd;
+		pfd[i].events = POLLIN;
+	}
+	for (int i = 0; i < nports && !unix_dir; i++) {
 		struct sockaddr_in a = { .sin_family = AF_INET };
 		socklen_t alen = sizeof(a);
 		int sz = 4 << 20;
@@ -317,8 +463,12 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		}
-		for (int i = 0; i < nports; i++)
-			fprintf(f, "%s%u", i ? " " : "", ports[i].port);
+		for (int i = 0; i < nports; i++) {
+			if (unix_dir)
+				fprintf(f, "%s%s", i ? " " : "", ports[i].path);
+			else
+				fprintf(f, "%s%u", i ? " " : "", ports[i].port);
+		}
 		fputc('\n', f);
 		if (portfile) {
 			if (fclose(f) || rename(tmp, portfile)) {
@@ -332,16 +482,26 @@ int main(int argc, char **argv)
 
 	deadline = now() + limit;
 	while (!stop) {
-		int n = poll(pfd, npfd, 1000);
+		int n;
 		double t;
+
+		for (int i = 0; i < nports; i++)
+			pfd[i].events = POLLIN | (ports[i].qhead ? POLLOUT : 0);
+		n = poll(pfd, npfd, 1000);
 
 		if (n < 0 && errno != EINTR) {
 			perror("udp-hub: poll");
 			return 1;
 		}
 		for (int i = 0; n > 0 && i < nports; i++) {
+			if (pfd[i].revents & POLLOUT)
+				flush_queue(&ports[i]);
 			if (!(pfd[i].revents & POLLIN))
 				continue;
+			if (unix_dir) {
+				recv_unix(i, buf, sizeof(buf));
+				continue;
+			}
 			/* Drain what is queued, bounded so no port starves the others. */
 			for (int k = 0; k < 64; k++) {
 				struct sockaddr_in from;
@@ -376,8 +536,10 @@ int main(int argc, char **argv)
 
 	if (verbose)
 		for (int i = 0; i < nports; i++)
-			fprintf(stderr, "udp-hub: port %d (%u): rx %lu tx %lu drop %lu cut %lu\n",
+			fprintf(stderr, "udp-hub: port %d (%u): rx %lu tx %lu drop %lu cut %lu waited %lu (at most %zu bytes)\n",
 				i, ports[i].port, ports[i].rx, ports[i].tx, ports[i].drop,
-				ports[i].cutdrop);
+				ports[i].cutdrop, ports[i].waited, ports[i].qmax);
+	for (int i = 0; i < nports && unix_dir; i++)
+		unlink(ports[i].path);
 	return 0;
 }

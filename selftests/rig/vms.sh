@@ -27,6 +27,8 @@ options:
   --log-dir DIR    directory for the console logs (default build/logs)
   --mtu N          eth0 MTU (default 9000)
   --no-rxe         do not create rxe0
+  --lossless       join the guests by unix datagram sockets (the hub queues a
+                   frame while its guest is busy) rather than UDP (drops it)
   --grace SECS     once a guest fails, stop the others after SECS (default 30; 0 = never)
   --env NAME=VAL   export NAME=VAL to CMD in every guest (repeatable)
   --setup CODE     as vm.sh --setup, in every guest, after rxe0 is up (repeatable)
@@ -45,7 +47,7 @@ RIG_PROG=vms.sh
 # shellcheck source=host-lib.sh
 . "$(dirname "$0")/host-lib.sh"
 
-count='' name='' logdir='' mtu=9000 rxe=1 grace=30 verbose=0 quiet=0
+count='' name='' logdir='' mtu=9000 rxe=1 grace=30 verbose=0 quiet=0 lossless=0
 smp=${SMP:-1}
 mem=${MEM:-1G}
 timeout=${TIMEOUT:-600}
@@ -70,6 +72,7 @@ while [ $# -gt 0 ]; do
 	--log-dir) need_arg "$@"; logdir=$2; shift 2 ;;
 	--mtu) need_arg "$@"; mtu=$2; shift 2 ;;
 	--no-rxe) rxe=0; shift ;;
+	--lossless) lossless=1; shift ;;
 	--grace) need_arg "$@"; grace=$2; shift 2 ;;
 	--env) need_arg "$@"; envs+=(--env "$2"); shift 2 ;;
 	--setup) need_arg "$@"; setups+=(--setup "$2"); shift 2 ;;
@@ -113,12 +116,13 @@ for ((i = 0; i < count; i++)); do
 	ips+=("10.77.0.$((i + 1))")
 done
 
-pids=() tails=() hub_pid='' relay_pid=''
+pids=() tails=() hub_pid='' relay_pid='' sockdir=''
 cleanup() {
 	local p
 	for p in "${tails[@]}"; do kill "$p" 2>/dev/null || true; done
 	if [ -n "$relay_pid" ]; then kill "$relay_pid" 2>/dev/null || true; fi
 	if [ -n "$hub_pid" ]; then kill "$hub_pid" 2>/dev/null || true; fi
+	if [ -n "$sockdir" ]; then rm -rf "$sockdir"; fi
 }
 trap cleanup EXIT
 interrupted=0
@@ -133,7 +137,13 @@ trap on_signal INT TERM HUP
 
 # The hub exits on its own when this script is gone or after the time limit.
 # It takes commands (cut / restore a guest's link) on the pipe hub.ctl.
-"$hub" -n "$count" -o "$group/hub.ports" -c "$group/hub.ctl" \
+# --lossless: unix sockets, in a short directory (sun_path has 108 bytes).
+hub_mode=()
+if [ "$lossless" = 1 ]; then
+	sockdir=$(mktemp -d /tmp/coll-vms.XXXXXX)
+	hub_mode=(-u "$sockdir")
+fi
+"$hub" -n "$count" "${hub_mode[@]}" -o "$group/hub.ports" -c "$group/hub.ctl" \
 	-t $((timeout + 60)) -p $$ -v 2>"$group/hub.log" &
 hub_pid=$!
 for ((t = 0; t < 100; t++)); do
@@ -182,6 +192,10 @@ for ((i = 0; i < count; i++)); do
 	logs[i]=$logdir/$name-$stamp-g$i.log
 	: >"${logs[i]}"
 	netdev="socket,id=n0,udp=127.0.0.1:${hub_ports[i]},localaddr=127.0.0.1:0"
+	if [ "$lossless" = 1 ]; then
+		netdev="dgram,id=n0,local.type=unix,local.path=$sockdir/g$i.sock"
+		netdev+=",remote.type=unix,remote.path=${hub_ports[i]}"
+	fi
 	# shellcheck disable=SC2054 # commas belong to qemu's option syntax
 	"$RIG_DIR/vm.sh" --name "$name-g$i" --smp "$smp" --mem "$mem" --timeout "$timeout" \
 		--log "${logs[i]}" --run-dir "$group/$name-g$i" --net none \
