@@ -2,10 +2,12 @@
 /*
  * RDMA devices, through an ib_client (net/smc/smc_ib.c's way): one record
  * per device, with a protection domain every link on it shares.  Records
- * are krefs; a link holds one for as long as it has a queue pair on the
- * device.  When a device goes away (rdma link delete, the driver
- * unloading), every link on it fails, which kills its communicators, and
- * the removal waits until the last of them has let go.
+ * are krefs; a link holds one from the set-up of its queue pair until it
+ * is freed (its grants, which hold the link, deregister their memory
+ * regions in the domain after the queue pair is gone).  When a device goes
+ * away (rdma link delete, the driver unloading), every link on it fails,
+ * which kills its communicators, and the removal waits until the last of
+ * them has let go.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -124,7 +126,7 @@ static void coll_ib_remove(struct ib_device *ib, void *data)
 
 	coll_rdma_device_gone(d);
 	coll_ibdev_put(d);
-	/* every link on it has destroyed its queue pair and let go */
+	/* every link on it is gone, and every region of its grants */
 	wait_for_completion(&d->released);
 	ib_dealloc_pd(d->pd);
 	kfree(d);

@@ -62,7 +62,12 @@ struct coll_rdma_buf {
 struct coll_rdma {
 	struct coll_link link;
 	struct rdma_cm_id *cm;
-	struct coll_ibdev *dev;		/* a reference, once there is a QP */
+	struct coll_ibdev *dev;		/* a reference, from the QP's set-up
+					 * until the link is freed: grants
+					 * (which hold the link) deregister
+					 * their regions on it after the
+					 * link's shutdown
+					 */
 	struct list_head dev_node;	/* dev->links */
 	struct ib_cq *cq;
 	struct ib_qp *qp;
@@ -828,16 +833,22 @@ static void coll_rdma_shutdown(struct coll_link *l)
 		list_del(&m->node);
 		coll_msg_free(m);
 	}
-	if (r->dev) {
+	/* no longer failed if the device goes; still held (coll_rdma_free()) */
+	if (r->dev)
 		coll_ibdev_del_link(r->dev, &r->dev_node);
-		coll_ibdev_put(r->dev);
-		r->dev = NULL;
-	}
 }
 
+/*
+ * The last reference: no grant of the link is left, so no memory region on
+ * the device, and the device may go.
+ */
 static void coll_rdma_free(struct coll_link *l)
 {
-	kfree(coll_rdma_of(l));
+	struct coll_rdma *r = coll_rdma_of(l);
+
+	if (r->dev)
+		coll_ibdev_put(r->dev);
+	kfree(r);
 }
 
 static void coll_rdma_info(struct coll_link *l, struct coll_peer_info *pi)
