@@ -90,6 +90,7 @@ struct coll_rdma {
 	int credits;			/* link.lock */
 	int owed;			/* link.lock */
 	atomic_t sq_avail;		/* free send queue slots */
+	atomic_t posting;		/* threads in coll_rdma_post() */
 	wait_queue_head_t wq;
 	u32 max_sge;
 };
@@ -129,6 +130,29 @@ static void coll_rdma_sq_put(struct coll_rdma *r, int n)
 {
 	atomic_add(n, &r->sq_avail);
 	wake_up_all(&r->wq);
+}
+
+/*
+ * Post to the send queue unless the link is dead.  The shutdown waits for
+ * every post in progress before it drains the queue pair, so that nothing
+ * is posted to a queue pair being drained or destroyed: such a work
+ * request would never complete, and its waiter (coll_rdma_post_wait())
+ * would wait forever.
+ */
+static int coll_rdma_post(struct coll_rdma *r, const struct ib_send_wr *wr)
+{
+	int err;
+
+	atomic_inc(&r->posting);
+	/* posting before dead: pairs with smp_mb() in coll_rdma_shutdown() */
+	smp_mb__after_atomic();
+	if (READ_ONCE(r->link.dead))
+		err = -ECONNRESET;
+	else
+		err = ib_post_send(r->qp, wr, NULL);
+	if (atomic_dec_and_test(&r->posting))
+		wake_up_all(&r->wq);
+	return err;
 }
 
 static void coll_rdma_wc_error(struct coll_rdma *r, struct ib_wc *wc,
@@ -313,7 +337,7 @@ static int coll_rdma_post_send(struct coll_rdma *r, struct coll_rdma_buf *b,
 				      DMA_TO_DEVICE);
 	err = coll_rdma_sq_get(r, 1);
 	if (!err) {
-		err = ib_post_send(r->qp, &wr, NULL);
+		err = coll_rdma_post(r, &wr);
 		if (err)
 			coll_rdma_sq_put(r, 1);
 	}
@@ -523,7 +547,7 @@ static int coll_rdma_read(struct coll_link *l, struct coll_rread *rr)
 	atomic_set(&rd->pending, nwr);
 	rd->nwr = nwr;
 	coll_link_get(l);
-	err = ib_post_send(r->qp, &wr[0].wr, NULL);
+	err = coll_rdma_post(r, &wr[0].wr);
 	if (err) {
 		coll_rdma_sq_put(r, nwr);
 		coll_link_put(l);
@@ -589,7 +613,7 @@ static int coll_rdma_post_wait(struct coll_rdma *r, struct ib_send_wr *wr)
 	err = coll_rdma_sq_get(r, 1);
 	if (err)
 		return err;
-	err = ib_post_send(r->qp, wr, NULL);
+	err = coll_rdma_post(r, wr);
 	if (err) {
 		coll_rdma_sq_put(r, 1);
 		return err;
@@ -811,6 +835,9 @@ static void coll_rdma_shutdown(struct coll_link *l)
 	struct coll_msg *m, *t;
 
 	wake_up_all(&r->wq);
+	/* dead is set: no post starts now (pairs with coll_rdma_post()) */
+	smp_mb();
+	wait_event(r->wq, !atomic_read(&r->posting));
 	if (r->qp) {
 		if (r->connected)
 			rdma_disconnect(r->cm);
@@ -1088,7 +1115,7 @@ static int coll_rdma_post_proof(struct coll_rdma *r,
 				      DMA_TO_DEVICE);
 	err = coll_rdma_sq_get(r, 1);
 	if (!err) {
-		err = ib_post_send(r->qp, &wr, NULL);
+		err = coll_rdma_post(r, &wr);
 		if (err)
 			coll_rdma_sq_put(r, 1);
 	}
