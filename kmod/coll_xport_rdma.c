@@ -587,6 +587,7 @@ struct coll_rdma_grant {
 
 struct coll_rdma_wait {
 	struct ib_cqe cqe;
+	struct coll_rdma *r;
 	struct completion done;
 	int status;
 };
@@ -596,7 +597,17 @@ static void coll_rdma_wait_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct coll_rdma_wait *w = container_of(wc->wr_cqe,
 						struct coll_rdma_wait, cqe);
 
-	w->status = wc->status == IB_WC_SUCCESS ? 0 : -EIO;
+	/*
+	 * An error leaves the queue pair in the error state: the link fails
+	 * (quietly if it is a flush: it is failing already), and so does
+	 * the collective, with ECONNRESET as every collective of a dead
+	 * communicator.
+	 */
+	w->status = 0;
+	if (wc->status != IB_WC_SUCCESS) {
+		coll_rdma_wc_error(w->r, wc, "memory registration");
+		w->status = -ECONNRESET;
+	}
 	complete(&w->done);
 }
 
@@ -607,6 +618,7 @@ static int coll_rdma_post_wait(struct coll_rdma *r, struct ib_send_wr *wr)
 	int err;
 
 	init_completion(&w.done);
+	w.r = r;
 	w.cqe.done = coll_rdma_wait_done;
 	wr->wr_cqe = &w.cqe;
 	wr->send_flags = IB_SEND_SIGNALED;
