@@ -20,7 +20,9 @@
  *                    requests keep only their result.
  * struct coll_sub    one rank's part of a task (its buffers, pinned); owned
  *                    by the task.  Each rank unpins its own once it sees
- *                    DONE; the task's release unpins what is left.
+ *                    DONE; the task's release unpins what is left (all of
+ *                    a failed collective across hosts, after its grants
+ *                    are revoked).
  * struct coll_req    a non-blocking request's handle and result; kref held
  *                    by the descriptor's xarray and by its coll_sub.
  *

@@ -144,8 +144,18 @@ void coll_task_release_rank(struct coll_task *task, u32 rank)
 {
 	struct coll_sub *sub = task->sub[rank];
 
-	if (coll_task_state(task) != COLL_TASK_DONE || !sub ||
-	    test_and_set_bit(COLL_SUB_RELEASED, &sub->flags))
+	if (coll_task_state(task) != COLL_TASK_DONE || !sub)
+		return;
+	/*
+	 * A collective across hosts that failed ended without every peer
+	 * saying it was done with this host's buffers: one may still be
+	 * reading them, through a grant (RDMA READ) or an answer its link
+	 * queued with the task held (TCP).  Their pages go with the task,
+	 * once the grants are revoked (coll_task_free()).
+	 */
+	if (task->xt && READ_ONCE(task->status))
+		return;
+	if (test_and_set_bit(COLL_SUB_RELEASED, &sub->flags))
 		return;
 	coll_sub_unpin(sub);
 }
@@ -193,9 +203,10 @@ static void coll_task_free(struct coll_task *task)
 {
 	u32 r;
 
+	/* the grants first: no peer can reach the pages once they go */
+	coll_xtask_free(task);
 	for (r = 0; r < task->nranks; r++)
 		coll_sub_free(task->sub[r]);
-	coll_xtask_free(task);
 	coll_plan_put(task->plan);
 	if (task->comm)
 		coll_comm_put(task->comm);
