@@ -78,11 +78,12 @@
  * - ECONNRESET: a peer rank left the communicator (closed its descriptor,
  *   destroyed the communicator or was killed), or a thread of any member
  *   got a fatal signal in the middle of a collective, or a peer host's
- *   connection failed, stopped answering (module parameter
- *   peer_timeout_ms) or sent a message that does not validate.  The communicator is
- *   then dead for every member and every holder of a member's descriptor
- *   (after fork or SCM_RIGHTS): every pending and later collective on it
- *   fails with ECONNRESET.
+ *   connection failed (an RDMA device on either side went away), stopped
+ *   answering (module parameter peer_timeout_ms: the host died, or the
+ *   network between the two did) or sent a message that does not
+ *   validate.  The communicator is then dead for every member and every
+ *   holder of a member's descriptor (after fork or SCM_RIGHTS): every
+ *   pending and later collective on it fails with ECONNRESET.
  * - EINTR: the caller got a fatal signal while waiting.
  *
  * Communicators are found by id within the network namespace of the
