@@ -422,7 +422,7 @@ struct coll_link {
 	const struct coll_link_ops *ops;
 	spinlock_t lock;		/* dead, the transport's lists */
 	bool dead;
-	bool attached;			/* comm->links_lock: in comm->links[] */
+	bool attached;			/* links_lock and lock: in links[] */
 	bool owned;			/* its connector discards it if need be */
 	u32 max_eager;			/* eager bytes a frame can carry */
 	unsigned long born;		/* jiffies */

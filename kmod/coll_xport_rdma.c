@@ -48,6 +48,16 @@
 #define COLL_RDMA_SQ		256	/* send queue: sends, reads, REG, INV */
 #define COLL_RDMA_CM_MS		3000	/* address and route resolution */
 #define COLL_RDMA_MR_PAGES	512	/* pages per memory region, at most */
+#define COLL_RDMA_MAX_UNPROVEN	16	/* accepted links without a PROOF yet */
+
+/*
+ * Accepted links whose peer has not proven itself yet, module-wide: each
+ * holds a queue pair and its receive buffers (1 MiB) for up to
+ * peer_timeout_ms, so a peer that has seen a tag on the wire could
+ * otherwise make the module hold any number of them.  Beyond the bound,
+ * requests get RETRY (an honest peer tries again).
+ */
+static atomic_t coll_rdma_unproven = ATOMIC_INIT(0);
 
 struct coll_rdma;
 
@@ -68,6 +78,7 @@ struct coll_rdma {
 	struct ib_qp *qp;
 	bool active;			/* we connected */
 	bool authed;			/* PROOF checked (passive side) */
+	bool unproven;			/* counted in coll_rdma_unproven */
 	bool connected;
 
 	/* the connection being made */
@@ -163,6 +174,15 @@ static int coll_rdma_post_recv(struct coll_rdma_buf *b)
 static void coll_rdma_kick(struct coll_rdma *r);
 static int coll_rdma_send_credit(struct coll_rdma *r);
 
+/* An accepted link's peer proved itself (or the link goes): uncount it. */
+static void coll_rdma_proven(struct coll_rdma *r)
+{
+	if (r->unproven) {
+		r->unproven = false;
+		atomic_dec(&coll_rdma_unproven);
+	}
+}
+
 static const char coll_mac_proof[] = "collective proof v1";
 
 /* The passive side's first message: the peer's PROOF. */
@@ -233,6 +253,7 @@ static void coll_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		err = coll_rdma_check_proof(r, b->data, wc->byte_len);
 		if (!err) {
 			r->authed = true;
+			coll_rdma_proven(r);
 			err = coll_link_attach(r->link.comm, &r->link);
 			if (err) {
 				/* a duplicate, or too late: goes down quietly */
@@ -837,7 +858,10 @@ static void coll_rdma_shutdown(struct coll_link *l)
 
 static void coll_rdma_free(struct coll_link *l)
 {
-	kfree(coll_rdma_of(l));
+	struct coll_rdma *r = coll_rdma_of(l);
+
+	coll_rdma_proven(r);		/* the queue pair is gone */
+	kfree(r);
 }
 
 static void coll_rdma_info(struct coll_link *l, struct coll_peer_info *pi)
@@ -1248,9 +1272,16 @@ int coll_rdma_request(struct rdma_cm_id *cm, struct rdma_cm_event *ev,
 		goto reject;
 	}
 
+	if (atomic_inc_return(&coll_rdma_unproven) > COLL_RDMA_MAX_UNPROVEN) {
+		atomic_dec(&coll_rdma_unproven);
+		goto reject;		/* RETRY: too many handshakes at once */
+	}
 	r = coll_rdma_alloc(comm, src, false);
-	if (!r)
+	if (!r) {
+		atomic_dec(&coll_rdma_unproven);
 		goto reject;
+	}
+	r->unproven = true;
 	r->cm = cm;
 	cm->context = r;
 	cm->event_handler = coll_rdma_cm_event;
@@ -1274,8 +1305,9 @@ int coll_rdma_request(struct rdma_cm_id *cm, struct rdma_cm_event *ev,
 	err = rdma_accept(cm, &cp);
 	if (err)
 		goto reject_link;
+	/* attached when PROOF arrives (coll_rdma_recv_done()), or dropped */
+	coll_link_expire(&r->link);
 	coll_comm_put(comm);
-	/* attached when PROOF arrives (coll_rdma_recv_done()) */
 	return 0;
 
 reject_link:
