@@ -140,8 +140,20 @@ static void coll_rdma_sq_put(struct coll_rdma *r, int n)
 static void coll_rdma_wc_error(struct coll_rdma *r, struct ib_wc *wc,
 			       const char *what)
 {
-	if (wc->status == IB_WC_WR_FLUSH_ERR)
-		return;		/* the queue pair is going down: quietly */
+	if (wc->status == IB_WC_WR_FLUSH_ERR) {
+		/*
+		 * Our own teardown (the link is dead first), or an accepted
+		 * link not attached yet (its expiry drops it): quietly.
+		 * Otherwise the queue pair went into error under a live
+		 * link, for example when the peer sent a request with a
+		 * bad key, and only the flushes tell.
+		 */
+		if (READ_ONCE(r->link.dead) || !READ_ONCE(r->link.attached))
+			return;
+		coll_link_fail(&r->link, -ECONNRESET,
+			       "RDMA queue pair in error");
+		return;
+	}
 	pr_warn_ratelimited("comm %u: host %u: %s: %s\n", r->link.comm->serial,
 			    r->link.host, what, ib_wc_status_msg(wc->status));
 	coll_link_fail(&r->link, -ECONNRESET, "RDMA work request failed");
