@@ -221,17 +221,25 @@ static int coll_rdma_frame(struct coll_rdma *r, const void *data, u32 len)
 {
 	const struct coll_wire_hdr *h = data;
 	struct coll_msg *m;
+	bool bad;
 	u32 plen;
 
 	if (len < sizeof(*h) || le32_to_cpu(h->magic) != COLL_WIRE_MAGIC)
 		return -EPROTO;
 	plen = le32_to_cpu(h->len);
-	if (plen != len - sizeof(*h) || le16_to_cpu(h->credits) >
-	    COLL_RDMA_RECV)
+	if (plen != len - sizeof(*h))
 		return -EPROTO;
+	/*
+	 * The peer gives back receive buffers we have used: never more than
+	 * it posted (COLL_RDMA_RECV), counting those we may still use.
+	 */
 	spin_lock(&r->link.lock);
-	r->credits += le16_to_cpu(h->credits);
+	bad = le16_to_cpu(h->credits) > COLL_RDMA_RECV - r->credits;
+	if (!bad)
+		r->credits += le16_to_cpu(h->credits);
 	spin_unlock(&r->link.lock);
+	if (bad)
+		return -EPROTO;
 	if (h->credits)
 		coll_rdma_kick(r);
 	if (h->type == COLL_MSG_CREDIT) {
