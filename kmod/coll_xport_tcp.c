@@ -357,7 +357,8 @@ static int coll_tcp_answer(struct coll_tcp *t, const struct coll_wire_hdr *h)
 	struct coll_rread *rr = coll_tcp_take_read(t, le64_to_cpu(h->arg));
 	int err;
 
-	if (!rr || (status ? len : len != rr->len) || status > 4095) {
+	if (!rr || (status ? len : len != rr->len) ||
+	    (status && !coll_link_errno_ok(status))) {
 		if (rr)
 			coll_tcp_end_read(rr, -EPROTO);
 		return -EPROTO;
