@@ -646,16 +646,24 @@ static void coll_rdma_mr_free(struct coll_rdma *r, struct coll_rdma_mr *m)
 		ib_dereg_mr(m->mr);
 }
 
-/* Register pages [@first, @first + @n) of @ob for remote reads. */
+/*
+ * Register bytes [@pos, @pos + @len) of @ob's pages for remote reads, and
+ * nothing else: the region starts and ends with those bytes (the first and
+ * last scatter entries cover part of their page), so that a key for it
+ * reaches none of the process's memory that shares their first or last
+ * page.
+ */
 static int coll_rdma_mr_reg(struct coll_rdma *r, struct coll_obuf *ob,
-			    unsigned long first, unsigned int n,
-			    struct coll_rdma_mr *m)
+			    u64 pos, u64 len, struct coll_rdma_mr *m)
 {
 	struct ib_device *ib = coll_rdma_ib(r);
 	struct ib_reg_wr wr = {
 		.wr.opcode = IB_WR_REG_MR,
 		.access = IB_ACCESS_REMOTE_READ | IB_ACCESS_LOCAL_WRITE,
 	};
+	unsigned long first = pos >> PAGE_SHIFT;
+	unsigned int off = offset_in_page(pos);
+	unsigned int n = DIV_ROUND_UP(off + len, PAGE_SIZE);
 	struct scatterlist *sg;
 	unsigned int i;
 	int err;
@@ -663,8 +671,13 @@ static int coll_rdma_mr_reg(struct coll_rdma *r, struct coll_obuf *ob,
 	err = sg_alloc_table(&m->sgt, n, GFP_KERNEL);
 	if (err)
 		return err;
-	for_each_sg(m->sgt.sgl, sg, n, i)
-		sg_set_page(sg, coll_obuf_page(ob, first + i), PAGE_SIZE, 0);
+	for_each_sg(m->sgt.sgl, sg, n, i) {
+		unsigned int bytes = min_t(u64, len, PAGE_SIZE - off);
+
+		sg_set_page(sg, coll_obuf_page(ob, first + i), bytes, off);
+		len -= bytes;
+		off = 0;
+	}
 	m->nents = ib_dma_map_sg(ib, m->sgt.sgl, n, DMA_BIDIRECTIONAL);
 	if (!m->nents)
 		return -ENOMEM;
@@ -716,10 +729,11 @@ static int coll_rdma_grant(struct coll_link *l, struct coll_obuf *ob, u64 pos,
 			err = -E2BIG;
 			break;
 		}
-		err = coll_rdma_mr_reg(r, ob, p0 + p, n, m);
 		m->off = p ? start - at : 0;
 		m->len = min_t(u64, len, end - at) - m->off;
-		m->addr = m->mr ? m->mr->iova + (at + m->off - start) : 0;
+		err = coll_rdma_mr_reg(r, ob, at + m->off, m->len, m);
+		/* the region's first byte is the buffer's byte m->off */
+		m->addr = m->mr ? m->mr->iova : 0;
 	}
 	if (err) {
 		for (k = 0; k < g->nmr; k++)
