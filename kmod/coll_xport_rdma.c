@@ -96,6 +96,7 @@ struct coll_rdma {
 	int credits;			/* link.lock */
 	int owed;			/* link.lock */
 	atomic_t sq_avail;		/* free send queue slots */
+	rwlock_t post_lock;		/* posting vs. destroying the QP */
 	wait_queue_head_t wq;
 	u32 max_sge;
 };
@@ -135,6 +136,23 @@ static void coll_rdma_sq_put(struct coll_rdma *r, int n)
 {
 	atomic_add(n, &r->sq_avail);
 	wake_up_all(&r->wq);
+}
+
+/*
+ * Post to the send queue of a link that is not dead.  Task threads post
+ * (frames, reads, grants and their revocation) while the link may be shut
+ * down: the shutdown marks it dead, then waits for posters here before it
+ * drains and destroys the queue pair.
+ */
+static int coll_rdma_post(struct coll_rdma *r, const struct ib_send_wr *wr)
+{
+	int err = -ECONNRESET;
+
+	read_lock(&r->post_lock);
+	if (!READ_ONCE(r->link.dead))
+		err = ib_post_send(r->qp, wr, NULL);
+	read_unlock(&r->post_lock);
+	return err;
 }
 
 static void coll_rdma_wc_error(struct coll_rdma *r, struct ib_wc *wc,
@@ -349,7 +367,7 @@ static int coll_rdma_post_send(struct coll_rdma *r, struct coll_rdma_buf *b,
 				      DMA_TO_DEVICE);
 	err = coll_rdma_sq_get(r, 1);
 	if (!err) {
-		err = ib_post_send(r->qp, &wr, NULL);
+		err = coll_rdma_post(r, &wr);
 		if (err)
 			coll_rdma_sq_put(r, 1);
 	}
@@ -559,7 +577,7 @@ static int coll_rdma_read(struct coll_link *l, struct coll_rread *rr)
 	atomic_set(&rd->pending, nwr);
 	rd->nwr = nwr;
 	coll_link_get(l);
-	err = ib_post_send(r->qp, &wr[0].wr, NULL);
+	err = coll_rdma_post(r, &wr[0].wr);
 	if (err) {
 		coll_rdma_sq_put(r, nwr);
 		coll_link_put(l);
@@ -625,7 +643,7 @@ static int coll_rdma_post_wait(struct coll_rdma *r, struct ib_send_wr *wr)
 	err = coll_rdma_sq_get(r, 1);
 	if (err)
 		return err;
-	err = ib_post_send(r->qp, wr, NULL);
+	err = coll_rdma_post(r, wr);
 	if (err) {
 		coll_rdma_sq_put(r, 1);
 		return err;
@@ -861,6 +879,9 @@ static void coll_rdma_shutdown(struct coll_link *l)
 	struct coll_msg *m, *t;
 
 	wake_up_all(&r->wq);
+	/* dead already: whoever is still posting is done after this */
+	write_lock(&r->post_lock);
+	write_unlock(&r->post_lock);
 	if (r->qp) {
 		if (r->connected)
 			rdma_disconnect(r->cm);
@@ -883,11 +904,14 @@ static void coll_rdma_shutdown(struct coll_link *l)
 		list_del(&m->node);
 		coll_msg_free(m);
 	}
-	if (r->dev) {
+	/*
+	 * Off the device's list (its removal has nothing left to fail here),
+	 * but the device stays referenced until the link is freed: grants
+	 * of collectives not yet freed still hold memory regions on it,
+	 * which coll_rdma_revoke() deregisters and unmaps.
+	 */
+	if (r->dev)
 		coll_ibdev_del_link(r->dev, &r->dev_node);
-		coll_ibdev_put(r->dev);
-		r->dev = NULL;
-	}
 }
 
 static void coll_rdma_free(struct coll_link *l)
@@ -895,6 +919,8 @@ static void coll_rdma_free(struct coll_link *l)
 	struct coll_rdma *r = coll_rdma_of(l);
 
 	coll_rdma_proven(r);		/* the queue pair is gone */
+	if (r->dev)
+		coll_ibdev_put(r->dev);	/* no grant is left on it */
 	kfree(r);
 }
 
@@ -958,6 +984,7 @@ static struct coll_rdma *coll_rdma_alloc(struct coll_comm *comm, u32 host,
 	INIT_LIST_HEAD(&r->tx_wait);
 	INIT_LIST_HEAD(&r->dev_node);
 	init_waitqueue_head(&r->wq);
+	rwlock_init(&r->post_lock);
 	return r;
 }
 
@@ -1135,7 +1162,7 @@ static int coll_rdma_post_proof(struct coll_rdma *r,
 				      DMA_TO_DEVICE);
 	err = coll_rdma_sq_get(r, 1);
 	if (!err) {
-		err = ib_post_send(r->qp, &wr, NULL);
+		err = coll_rdma_post(r, &wr);
 		if (err)
 			coll_rdma_sq_put(r, 1);
 	}
