@@ -6,7 +6,9 @@
 #   native    native tests of the library and the tools (no device)
 #   guest     the kselftest-harness selftests inside one qemu guest
 #   hosts     ranks spread over 2 and 3 guests (hosts.sh): every primitive
-#             across hosts, each transport, element by element
+#             across hosts, each transport, element by element; then the
+#             wire protocol under attack (hosts-security.sh: one boot of 2
+#             guests, a live communicator checked throughout)
 # and, only when named:
 #   rdma2     a check of the rig itself (two guests, rping and ib_write_bw
 #             over rxe): not a test of the project, so not run by default
@@ -55,6 +57,14 @@ run_suite() {
 
 lock=${COLL_GUEST_LOCK:-/tmp/coll-guest.lock}
 
+# The suite "hosts": collectives across guests, then the wire under attack.
+hosts_suite() {
+	local rc=0
+	selftests/hosts.sh || rc=1
+	selftests/hosts-security.sh || rc=1
+	return "$rc"
+}
+
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(unit native guest hosts)
 for s in "${suites[@]}"; do
@@ -63,7 +73,7 @@ for s in "${suites[@]}"; do
 	native)	run_suite native sh -c 'make -s -C userlib check && make -s -C tools check' ;;
 	guest)	run_suite guest flock "$lock" selftests/rig/vm.sh --name selftests \
 			--mem 4G --timeout 2400 -- selftests/guest-run.sh ;;
-	hosts)	run_suite hosts selftests/hosts.sh ;;
+	hosts)	run_suite hosts hosts_suite ;;
 	rdma2)	run_suite rdma2 flock "$lock" selftests/rig/test-rdma-2guest.sh ;;
 	*)	echo "unknown suite $s" >&2; exit 2 ;;
 	esac
