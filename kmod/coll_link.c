@@ -155,15 +155,17 @@ int coll_link_send(struct coll_link *l, u8 type, u64 seq, u32 round, u64 arg,
 void coll_link_fail(struct coll_link *l, int err, const char *why)
 {
 	struct coll_comm *comm = l->comm;
-	bool first;
+	bool first, attached;
 
+	/* dead and attached together: pairs with coll_link_attach() */
 	spin_lock(&l->lock);
 	first = !l->dead;
 	l->dead = true;
+	attached = l->attached;
 	spin_unlock(&l->lock);
 	if (!first)
 		return;
-	if (!READ_ONCE(l->attached)) {
+	if (!attached) {
 		/*
 		 * Not the communicator's yet: its connector discards it, or,
 		 * for an accepted connection that no one owns, a work item.
@@ -238,8 +240,14 @@ int coll_link_recv(struct coll_link *l, struct coll_msg *m)
  * @comm: the communicator (the caller holds a reference)
  * @l: the link, whose reference passes to the communicator
  *
+ * A link that failed meanwhile (an accepted one can time out while its
+ * PROOF is on the way) is not attached: whoever failed it saw it
+ * unattached and has it discarded.
+ *
+ * Locks: takes comm->links_lock, then l->lock.
+ *
  * Return: 0, or -EBUSY if that peer already has a link, or -ECONNRESET if
- * the communicator is no longer connecting.
+ * the communicator is no longer connecting or the link failed.
  */
 int coll_link_attach(struct coll_comm *comm, struct coll_link *l)
 {
@@ -253,8 +261,15 @@ int coll_link_attach(struct coll_comm *comm, struct coll_link *l)
 	else if (comm->links[l->host])
 		ret = -EBUSY;
 	if (!ret) {
+		spin_lock(&l->lock);
+		if (l->dead)
+			ret = -ECONNRESET;
+		else
+			WRITE_ONCE(l->attached, true);
+		spin_unlock(&l->lock);
+	}
+	if (!ret) {
 		comm->links[l->host] = l;
-		WRITE_ONCE(l->attached, true);
 		up = ++comm->nlinks_up == comm->hosts->nhosts - 1;
 		WRITE_ONCE(l->last_rx, jiffies);
 		queue_delayed_work(coll_wq, &l->hb_work,
@@ -327,14 +342,19 @@ int coll_links_connect(struct coll_comm *comm)
 	return 0;
 }
 
-/* A link that was never attached (a duplicate, or too late): drop it. */
+/*
+ * A link that was never attached (a duplicate, or too late): drop it.  Its
+ * heartbeat is cancelled once the transport has stopped: an accepted
+ * RDMA link's is queued from rdma_cm's handler, which may still be
+ * running when a bad PROOF fails the link, and the shutdown waits for it.
+ */
 void coll_link_discard(struct coll_link *l)
 {
 	spin_lock(&l->lock);
 	l->dead = true;
 	spin_unlock(&l->lock);
-	cancel_delayed_work_sync(&l->hb_work);
 	l->ops->shutdown(l);
+	cancel_delayed_work_sync(&l->hb_work);
 	coll_link_put(l);
 }
 
@@ -412,6 +432,8 @@ void coll_links_shutdown(struct coll_comm *comm, bool bye)
 		spin_unlock(&l->lock);
 		cancel_delayed_work_sync(&l->hb_work);
 		l->ops->shutdown(l);
+		/* re-armed by rdma_cm's handler, which the shutdown waited for */
+		cancel_delayed_work_sync(&l->hb_work);
 		coll_link_put(l);
 	}
 }

@@ -39,6 +39,7 @@
 #ifndef COLL_LOC_H
 #define COLL_LOC_H
 
+#include <linux/errno.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -424,7 +425,7 @@ struct coll_link {
 	const struct coll_link_ops *ops;
 	spinlock_t lock;		/* dead, the transport's lists */
 	bool dead;
-	bool attached;			/* comm->links_lock: in comm->links[] */
+	bool attached;			/* links_lock and lock: in links[] */
 	bool owned;			/* its connector discards it if need be */
 	u32 max_eager;			/* eager bytes a frame can carry */
 	unsigned long born;		/* jiffies */
@@ -440,6 +441,18 @@ void coll_link_init(struct coll_link *l, struct coll_comm *comm, u32 host,
 void coll_link_get(struct coll_link *l);
 void coll_link_put(struct coll_link *l);
 int coll_link_recv(struct coll_link *l, struct coll_msg *m);
+
+/*
+ * May a peer fail a collective (ABORT) or a read (READ_RESP) with this
+ * errno?  Only with one a user may see: never 0, never negative once
+ * negated, and never one of the kernel's own (ERESTARTSYS and above), which
+ * would reach userspace through the collective's status.
+ */
+static inline bool coll_link_errno_ok(u64 err)
+{
+	return err && err < ERESTARTSYS;
+}
+
 void coll_link_fail(struct coll_link *l, int err, const char *why);
 int coll_link_send(struct coll_link *l, u8 type, u64 seq, u32 round, u64 arg,
 		   const void *payload, u32 len);

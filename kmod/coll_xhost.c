@@ -785,8 +785,6 @@ static int coll_xhost_abort(struct coll_task *task, u32 host,
 	int err = -(int)le64_to_cpu(m->hdr.arg);
 
 	coll_msg_free(m);
-	if (err >= 0 || err < -4095)
-		return -EPROTO;
 	task->xt->peer[host].abort_err = err;
 	coll_xhost_failed(task, err);
 	return 0;
@@ -833,7 +831,9 @@ int coll_xhost_on_abort(struct coll_link *l, struct coll_msg *m)
 	struct coll_task *task;
 	int err;
 
-	if (m->len || m->hdr.round) {
+	/* checked before it is kept for a collective not there yet */
+	if (m->len || m->hdr.round ||
+	    !coll_link_errno_ok(le64_to_cpu(m->hdr.arg))) {
 		coll_msg_free(m);
 		return -EPROTO;
 	}

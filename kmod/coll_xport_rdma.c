@@ -48,6 +48,16 @@
 #define COLL_RDMA_SQ		256	/* send queue: sends, reads, REG, INV */
 #define COLL_RDMA_CM_MS		3000	/* address and route resolution */
 #define COLL_RDMA_MR_PAGES	512	/* pages per memory region, at most */
+#define COLL_RDMA_MAX_UNPROVEN	16	/* accepted links without a PROOF yet */
+
+/*
+ * Accepted links whose peer has not proven itself yet, module-wide: each
+ * holds a queue pair and its receive buffers (1 MiB) for up to
+ * peer_timeout_ms, so a peer that has seen a tag on the wire could
+ * otherwise make the module hold any number of them.  Beyond the bound,
+ * requests get RETRY (an honest peer tries again).
+ */
+static atomic_t coll_rdma_unproven = ATOMIC_INIT(0);
 
 struct coll_rdma;
 
@@ -73,6 +83,7 @@ struct coll_rdma {
 	struct ib_qp *qp;
 	bool active;			/* we connected */
 	bool authed;			/* PROOF checked (passive side) */
+	bool unproven;			/* counted in coll_rdma_unproven */
 	bool connected;
 
 	/* the connection being made */
@@ -90,7 +101,7 @@ struct coll_rdma {
 	int credits;			/* link.lock */
 	int owed;			/* link.lock */
 	atomic_t sq_avail;		/* free send queue slots */
-	atomic_t posting;		/* threads in coll_rdma_post() */
+	rwlock_t post_lock;		/* posting vs. destroying the QP */
 	wait_queue_head_t wq;
 	u32 max_sge;
 };
@@ -133,33 +144,39 @@ static void coll_rdma_sq_put(struct coll_rdma *r, int n)
 }
 
 /*
- * Post to the send queue unless the link is dead.  The shutdown waits for
- * every post in progress before it drains the queue pair, so that nothing
- * is posted to a queue pair being drained or destroyed: such a work
- * request would never complete, and its waiter (coll_rdma_post_wait())
- * would wait forever.
+ * Post to the send queue of a link that is not dead.  Task threads post
+ * (frames, reads, grants and their revocation) while the link may be shut
+ * down: the shutdown marks it dead, then waits for posters here before it
+ * drains and destroys the queue pair.
  */
 static int coll_rdma_post(struct coll_rdma *r, const struct ib_send_wr *wr)
 {
-	int err;
+	int err = -ECONNRESET;
 
-	atomic_inc(&r->posting);
-	/* posting before dead: pairs with smp_mb() in coll_rdma_shutdown() */
-	smp_mb__after_atomic();
-	if (READ_ONCE(r->link.dead))
-		err = -ECONNRESET;
-	else
+	read_lock(&r->post_lock);
+	if (!READ_ONCE(r->link.dead))
 		err = ib_post_send(r->qp, wr, NULL);
-	if (atomic_dec_and_test(&r->posting))
-		wake_up_all(&r->wq);
+	read_unlock(&r->post_lock);
 	return err;
 }
 
 static void coll_rdma_wc_error(struct coll_rdma *r, struct ib_wc *wc,
 			       const char *what)
 {
-	if (wc->status == IB_WC_WR_FLUSH_ERR)
-		return;		/* the queue pair is going down: quietly */
+	if (wc->status == IB_WC_WR_FLUSH_ERR) {
+		/*
+		 * Our own teardown (the link is dead first), or an accepted
+		 * link not attached yet (its expiry drops it): quietly.
+		 * Otherwise the queue pair went into error under a live
+		 * link, for example when the peer sent a request with a
+		 * bad key, and only the flushes tell.
+		 */
+		if (READ_ONCE(r->link.dead) || !READ_ONCE(r->link.attached))
+			return;
+		coll_link_fail(&r->link, -ECONNRESET,
+			       "RDMA queue pair in error");
+		return;
+	}
 	pr_warn_ratelimited("comm %u: host %u: %s: %s\n", r->link.comm->serial,
 			    r->link.host, what, ib_wc_status_msg(wc->status));
 	coll_link_fail(&r->link, -ECONNRESET, "RDMA work request failed");
@@ -192,6 +209,15 @@ static int coll_rdma_post_recv(struct coll_rdma_buf *b)
 static void coll_rdma_kick(struct coll_rdma *r);
 static int coll_rdma_send_credit(struct coll_rdma *r);
 
+/* An accepted link's peer proved itself (or the link goes): uncount it. */
+static void coll_rdma_proven(struct coll_rdma *r)
+{
+	if (r->unproven) {
+		r->unproven = false;
+		atomic_dec(&coll_rdma_unproven);
+	}
+}
+
 static const char coll_mac_proof[] = "collective proof v1";
 
 /* The passive side's first message: the peer's PROOF. */
@@ -218,17 +244,25 @@ static int coll_rdma_frame(struct coll_rdma *r, const void *data, u32 len)
 {
 	const struct coll_wire_hdr *h = data;
 	struct coll_msg *m;
+	bool bad;
 	u32 plen;
 
 	if (len < sizeof(*h) || le32_to_cpu(h->magic) != COLL_WIRE_MAGIC)
 		return -EPROTO;
 	plen = le32_to_cpu(h->len);
-	if (plen != len - sizeof(*h) || le16_to_cpu(h->credits) >
-	    COLL_RDMA_RECV)
+	if (plen != len - sizeof(*h))
 		return -EPROTO;
+	/*
+	 * The peer gives back receive buffers we have used: never more than
+	 * it posted (COLL_RDMA_RECV), counting those we may still use.
+	 */
 	spin_lock(&r->link.lock);
-	r->credits += le16_to_cpu(h->credits);
+	bad = le16_to_cpu(h->credits) > COLL_RDMA_RECV - r->credits;
+	if (!bad)
+		r->credits += le16_to_cpu(h->credits);
 	spin_unlock(&r->link.lock);
+	if (bad)
+		return -EPROTO;
 	if (h->credits)
 		coll_rdma_kick(r);
 	if (h->type == COLL_MSG_CREDIT) {
@@ -262,6 +296,7 @@ static void coll_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		err = coll_rdma_check_proof(r, b->data, wc->byte_len);
 		if (!err) {
 			r->authed = true;
+			coll_rdma_proven(r);
 			err = coll_link_attach(r->link.comm, &r->link);
 			if (err) {
 				/* a duplicate, or too late: goes down quietly */
@@ -646,16 +681,24 @@ static void coll_rdma_mr_free(struct coll_rdma *r, struct coll_rdma_mr *m)
 		ib_dereg_mr(m->mr);
 }
 
-/* Register pages [@first, @first + @n) of @ob for remote reads. */
+/*
+ * Register bytes [@pos, @pos + @len) of @ob's pages for remote reads, and
+ * nothing else: the region starts and ends with those bytes (the first and
+ * last scatter entries cover part of their page), so that a key for it
+ * reaches none of the process's memory that shares their first or last
+ * page.
+ */
 static int coll_rdma_mr_reg(struct coll_rdma *r, struct coll_obuf *ob,
-			    unsigned long first, unsigned int n,
-			    struct coll_rdma_mr *m)
+			    u64 pos, u64 len, struct coll_rdma_mr *m)
 {
 	struct ib_device *ib = coll_rdma_ib(r);
 	struct ib_reg_wr wr = {
 		.wr.opcode = IB_WR_REG_MR,
 		.access = IB_ACCESS_REMOTE_READ | IB_ACCESS_LOCAL_WRITE,
 	};
+	unsigned long first = pos >> PAGE_SHIFT;
+	unsigned int off = offset_in_page(pos);
+	unsigned int n = DIV_ROUND_UP(off + len, PAGE_SIZE);
 	struct scatterlist *sg;
 	unsigned int i;
 	int err;
@@ -663,8 +706,13 @@ static int coll_rdma_mr_reg(struct coll_rdma *r, struct coll_obuf *ob,
 	err = sg_alloc_table(&m->sgt, n, GFP_KERNEL);
 	if (err)
 		return err;
-	for_each_sg(m->sgt.sgl, sg, n, i)
-		sg_set_page(sg, coll_obuf_page(ob, first + i), PAGE_SIZE, 0);
+	for_each_sg(m->sgt.sgl, sg, n, i) {
+		unsigned int bytes = min_t(u64, len, PAGE_SIZE - off);
+
+		sg_set_page(sg, coll_obuf_page(ob, first + i), bytes, off);
+		len -= bytes;
+		off = 0;
+	}
 	m->nents = ib_dma_map_sg(ib, m->sgt.sgl, n, DMA_BIDIRECTIONAL);
 	if (!m->nents)
 		return -ENOMEM;
@@ -716,10 +764,11 @@ static int coll_rdma_grant(struct coll_link *l, struct coll_obuf *ob, u64 pos,
 			err = -E2BIG;
 			break;
 		}
-		err = coll_rdma_mr_reg(r, ob, p0 + p, n, m);
 		m->off = p ? start - at : 0;
 		m->len = min_t(u64, len, end - at) - m->off;
-		m->addr = m->mr ? m->mr->iova + (at + m->off - start) : 0;
+		err = coll_rdma_mr_reg(r, ob, at + m->off, m->len, m);
+		/* the region's first byte is the buffer's byte m->off */
+		m->addr = m->mr ? m->mr->iova : 0;
 	}
 	if (err) {
 		for (k = 0; k < g->nmr; k++)
@@ -847,9 +896,9 @@ static void coll_rdma_shutdown(struct coll_link *l)
 	struct coll_msg *m, *t;
 
 	wake_up_all(&r->wq);
-	/* dead is set: no post starts now (pairs with coll_rdma_post()) */
-	smp_mb();
-	wait_event(r->wq, !atomic_read(&r->posting));
+	/* dead already: whoever is still posting is done after this */
+	write_lock(&r->post_lock);
+	write_unlock(&r->post_lock);
 	if (r->qp) {
 		if (r->connected)
 			rdma_disconnect(r->cm);
@@ -872,7 +921,12 @@ static void coll_rdma_shutdown(struct coll_link *l)
 		list_del(&m->node);
 		coll_msg_free(m);
 	}
-	/* no longer failed if the device goes; still held (coll_rdma_free()) */
+	/*
+	 * Off the device's list (its removal has nothing left to fail here),
+	 * but the device stays referenced until the link is freed: grants
+	 * of collectives not yet freed still hold memory regions on it,
+	 * which coll_rdma_revoke() deregisters and unmaps.
+	 */
 	if (r->dev)
 		coll_ibdev_del_link(r->dev, &r->dev_node);
 }
@@ -885,8 +939,9 @@ static void coll_rdma_free(struct coll_link *l)
 {
 	struct coll_rdma *r = coll_rdma_of(l);
 
+	coll_rdma_proven(r);		/* the queue pair is gone */
 	if (r->dev)
-		coll_ibdev_put(r->dev);
+		coll_ibdev_put(r->dev);	/* no grant is left on it */
 	kfree(r);
 }
 
@@ -950,6 +1005,7 @@ static struct coll_rdma *coll_rdma_alloc(struct coll_comm *comm, u32 host,
 	INIT_LIST_HEAD(&r->tx_wait);
 	INIT_LIST_HEAD(&r->dev_node);
 	init_waitqueue_head(&r->wq);
+	rwlock_init(&r->post_lock);
 	return r;
 }
 
@@ -1298,9 +1354,16 @@ int coll_rdma_request(struct rdma_cm_id *cm, struct rdma_cm_event *ev,
 		goto reject;
 	}
 
+	if (atomic_inc_return(&coll_rdma_unproven) > COLL_RDMA_MAX_UNPROVEN) {
+		atomic_dec(&coll_rdma_unproven);
+		goto reject;		/* RETRY: too many handshakes at once */
+	}
 	r = coll_rdma_alloc(comm, src, false);
-	if (!r)
+	if (!r) {
+		atomic_dec(&coll_rdma_unproven);
 		goto reject;
+	}
+	r->unproven = true;
 	r->cm = cm;
 	cm->context = r;
 	cm->event_handler = coll_rdma_cm_event;
@@ -1324,8 +1387,9 @@ int coll_rdma_request(struct rdma_cm_id *cm, struct rdma_cm_event *ev,
 	err = rdma_accept(cm, &cp);
 	if (err)
 		goto reject_link;
+	/* attached when PROOF arrives (coll_rdma_recv_done()), or dropped */
+	coll_link_expire(&r->link);
 	coll_comm_put(comm);
-	/* attached when PROOF arrives (coll_rdma_recv_done()) */
 	return 0;
 
 reject_link:

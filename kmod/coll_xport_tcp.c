@@ -357,14 +357,20 @@ static int coll_tcp_answer(struct coll_tcp *t, const struct coll_wire_hdr *h)
 	struct coll_rread *rr = coll_tcp_take_read(t, le64_to_cpu(h->arg));
 	int err;
 
-	if (!rr || (status ? len : len != rr->len) || status > 4095) {
+	/*
+	 * A read the link cannot finish fails as the link does (ECONNRESET:
+	 * its communicator dies), not with the frame's own error, so that
+	 * the collective says what happened to it.
+	 */
+	if (!rr || (status ? len : len != rr->len) ||
+	    (status && !coll_link_errno_ok(status))) {
 		if (rr)
-			coll_tcp_end_read(rr, -EPROTO);
+			coll_tcp_end_read(rr, -ECONNRESET);
 		return -EPROTO;
 	}
 	err = len ? coll_tcp_recv_full(t, rr->sink, len) : 0;
 	atomic64_add(len, &t->link.bytes_rx);
-	coll_tcp_end_read(rr, err ? err : -(int)status);
+	coll_tcp_end_read(rr, err ? -ECONNRESET : -(int)status);
 	return err;
 }
 

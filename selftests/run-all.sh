@@ -10,7 +10,9 @@
 #             in the middle of a large collective (hosts-faults.sh): a link
 #             cut, an RDMA device deleted, a rank killed, a guest powered
 #             off: ECONNRESET everywhere within 5 s, nothing left pinned,
-#             rmmod works
+#             rmmod works; then the wire protocol under attack
+#             (hosts-security.sh: one boot of 2 guests, a live communicator
+#             checked throughout)
 # and, only when named:
 #   rdma2     a check of the rig itself (two guests, rping and ib_write_bw
 #             over rxe): not a test of the project, so not run by default
@@ -59,12 +61,14 @@ run_suite() {
 
 lock=${COLL_GUEST_LOCK:-/tmp/coll-guest.lock}
 
-# The suite "hosts": two scripts, each a TAP stream of its own (each takes
-# the guest lock for each of its boots).
+# The suite "hosts": collectives across guests, faults, then the wire under
+# attack (each script a TAP stream of its own, taking the guest lock for
+# each of its boots).
 hosts_suite() {
 	local rc=0
 	selftests/hosts.sh || rc=1
 	selftests/hosts-faults.sh || rc=1
+	selftests/hosts-security.sh || rc=1
 	return "$rc"
 }
 

@@ -88,6 +88,23 @@ rig_hub() {
 	printf '%s\n' "$dir/udp-hub"
 }
 
+# rig_tsc_khz: print the host's TSC frequency in kHz (nothing if unknown),
+# measured once per host boot, for the guests' tsc_early_khz= (tsc-khz.c).
+rig_tsc_khz() {
+	local dir boot
+	dir=$(rig_build)/rig
+	boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || true)
+	mkdir -p "$dir"
+	(
+		flock 9
+		make -s -C "$RIG_DIR" OUT="$dir" >&2 || exit 0
+		if [ "$(head -n 1 "$dir/tsc-khz.txt" 2>/dev/null)" != "$boot" ]; then
+			printf '%s\n%s\n' "$boot" "$("$dir/tsc-khz" || true)" >"$dir/tsc-khz.txt"
+		fi
+	) 9>"$dir/.hub.lock"
+	sed -n 2p "$dir/tsc-khz.txt" 2>/dev/null || true
+}
+
 # rig_extract_vmlinux IMG OUT: extract the uncompressed vmlinux (ELF) from a bzImage.
 rig_extract_vmlinux() {
 	local img=$1 out=$2 spec pat tool off
