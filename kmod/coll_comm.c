@@ -248,6 +248,73 @@ void coll_comm_kill(struct coll_comm *comm, int err)
 	}
 }
 
+/**
+ * coll_comm_peer_left() - a rank of peer host @host left in good order (BYE)
+ * @comm: a communicator the caller holds a reference on, READY
+ * @host: the peer host
+ *
+ * Everything the peer sent came before its BYE.  A collective that has
+ * finished every round here and has the peer's READY for its end needs
+ * nothing more from it, only the other peers' last READY: it may still
+ * end well (with three hosts, the first to finish may leave before the
+ * second's last READY reaches the third).  Every other collective fails
+ * with ECONNRESET, as does every later submission; the other links close
+ * once the last survivor has ended (coll_comm_drained()), or when one of
+ * them fails.
+ *
+ * Locks: takes coll_comms_lock, then comm->lock and task locks.  May sleep.
+ */
+void coll_comm_peer_left(struct coll_comm *comm, u32 host)
+{
+	struct coll_task *task, *tmp;
+	LIST_HEAD(doomed);
+	u32 spared = 0;
+
+	mutex_lock(&coll_comms_lock);
+	if (comm->state == COLL_COMM_READY)
+		coll_comm_unlist(comm);
+	mutex_unlock(&coll_comms_lock);
+
+	spin_lock(&comm->lock);
+	comm->dead = true;
+	list_for_each_entry(task, &comm->tasks, node) {
+		if (coll_xhost_heard_last(task, host)) {
+			spared++;
+			continue;
+		}
+		coll_task_get(task);
+		list_add_tail(&task->abort_node, &doomed);
+	}
+	spin_unlock(&comm->lock);
+	if (!spared)
+		coll_links_shutdown_async(comm);
+
+	list_for_each_entry_safe(task, tmp, &doomed, abort_node) {
+		list_del(&task->abort_node);
+		coll_run_abort(task, -ECONNRESET);
+		coll_task_put(task);
+	}
+}
+
+/**
+ * coll_comm_drained() - a collective left the in-flight list
+ * @comm: its communicator
+ *
+ * A dead communicator whose last collective ended closes its links (those
+ * coll_comm_peer_left() kept for the survivors).  Any context that may
+ * queue work.
+ */
+void coll_comm_drained(struct coll_comm *comm)
+{
+	bool empty;
+
+	spin_lock(&comm->lock);
+	empty = comm->dead && list_empty(&comm->tasks);
+	spin_unlock(&comm->lock);
+	if (empty)
+		coll_links_shutdown_async(comm);
+}
+
 static void coll_member_release(struct kref *kref)
 {
 	struct coll_member *m = container_of(kref, struct coll_member, kref);

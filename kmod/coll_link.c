@@ -183,10 +183,11 @@ void coll_link_fail(struct coll_link *l, int err, const char *why)
 	else
 		pr_warn_ratelimited("comm %u: host %u (%s): %s\n",
 				    comm->serial, l->host, l->ops->name, why);
-	if (err == -ESHUTDOWN)
-		err = -ECONNRESET;
 	if (READ_ONCE(comm->state) == COLL_COMM_CONNECTING)
-		coll_comm_join_failed(comm, err);
+		coll_comm_join_failed(comm, err == -ESHUTDOWN ?
+				      -ECONNRESET : err);
+	else if (err == -ESHUTDOWN)
+		coll_comm_peer_left(comm, l->host);
 	else
 		coll_comm_kill(comm, err);
 }

@@ -215,6 +215,8 @@ void coll_comm_leave_all(struct coll_file *cf);
 void coll_comm_put(struct coll_comm *comm);
 void coll_member_put(struct coll_member *m);
 void coll_comm_kill(struct coll_comm *comm, int err);
+void coll_comm_peer_left(struct coll_comm *comm, u32 host);
+void coll_comm_drained(struct coll_comm *comm);
 int coll_comm_init_registry(void);
 
 /* coll_plan.c */
@@ -465,6 +467,7 @@ int coll_link_attach(struct coll_comm *comm, struct coll_link *l);
 
 /* coll_xhost.c: collectives across hosts (rounds, agreement, data) */
 bool coll_xhost_spans(const struct coll_task *task);
+bool coll_xhost_heard_last(struct coll_task *task, u32 host);
 int coll_xtask_alloc(struct coll_task *task, struct coll_comm *comm);
 void coll_xtask_free(struct coll_task *task);
 void coll_xhost_adopt_early(struct coll_task *task);

@@ -91,6 +91,8 @@ static void coll_run_finish(struct coll_task *task)
 			coll_req_complete(sub->req, sub->cf, status);
 	}
 	wake_up_all(&task->wq);
+	if (task->xt)
+		coll_comm_drained(comm);
 	coll_task_put(task);		/* the list's reference */
 }
 

@@ -897,6 +897,32 @@ void coll_xhost_adopt_early(struct coll_task *task)
 	}
 }
 
+/**
+ * coll_xhost_heard_last() - does the task need nothing more from @host?
+ * @task: a task in flight
+ * @host: a peer host
+ *
+ * True once this host has finished every round (and said so) and the
+ * peer's READY for the end has come: what is left is the other peers'
+ * last READY, no read and no frame from @host.
+ *
+ * Locks: takes task->lock (under comm->lock, as coll_xhost_adopt_early()).
+ */
+bool coll_xhost_heard_last(struct coll_task *task, u32 host)
+{
+	struct coll_xtask *xt = task->xt;
+	bool last;
+
+	if (!xt)
+		return false;
+	spin_lock(&task->lock);
+	last = xt->started && !task->status &&
+	       xt->sent > task->sched->nrounds &&
+	       xt->peer[host].ready > task->sched->nrounds;
+	spin_unlock(&task->lock);
+	return last;
+}
+
 /* ---- the task's life ----------------------------------------------------------------- */
 
 /*
