@@ -426,8 +426,9 @@ void coll_links_shutdown(struct coll_comm *comm, bool bye)
 		mutex_unlock(&comm->links_lock);
 		if (!l)
 			continue;
-		if (bye && !READ_ONCE(l->dead))
-			coll_link_send(l, COLL_MSG_BYE, 0, 0, 0, NULL, 0);
+		if (bye && !READ_ONCE(l->dead) &&
+		    !coll_link_send(l, COLL_MSG_BYE, 0, 0, 0, NULL, 0))
+			l->bye = true;
 		spin_lock(&l->lock);
 		l->dead = true;
 		spin_unlock(&l->lock);

@@ -429,6 +429,7 @@ struct coll_link {
 	bool dead;
 	bool attached;			/* links_lock and lock: in links[] */
 	bool owned;			/* its connector discards it if need be */
+	bool bye;			/* we said BYE: let it reach the peer */
 	u32 max_eager;			/* eager bytes a frame can carry */
 	unsigned long born;		/* jiffies */
 	unsigned long last_rx;		/* jiffies */

@@ -85,6 +85,7 @@ struct coll_rdma {
 	bool authed;			/* PROOF checked (passive side) */
 	bool unproven;			/* counted in coll_rdma_unproven */
 	bool connected;
+	bool peer_closed;		/* the peer disconnected */
 
 	/* the connection being made */
 	struct completion cm_done;
@@ -174,6 +175,8 @@ static void coll_rdma_wc_error(struct coll_rdma *r, struct ib_wc *wc,
 		if (READ_ONCE(r->link.dead) || !READ_ONCE(r->link.attached))
 			return;
 		coll_link_fail(&r->link, -ECONNRESET,
+			       READ_ONCE(r->peer_closed) ?
+			       "RDMA disconnected" :
 			       "RDMA queue pair in error");
 		return;
 	}
@@ -338,6 +341,7 @@ static void coll_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	spin_lock(&r->link.lock);
 	list_add(&b->node, &r->tx_free);
 	spin_unlock(&r->link.lock);
+	wake_up_all(&r->wq);		/* coll_rdma_tx_idle() */
 	if (wc->status != IB_WC_SUCCESS) {
 		coll_rdma_wc_error(r, wc, "send");
 		return;
@@ -890,11 +894,33 @@ static int coll_rdma_setup_qp(struct coll_rdma *r)
 	return 0;
 }
 
+/* Has every frame posted completed (the peer's HCA acknowledged it)? */
+static bool coll_rdma_tx_idle(struct coll_rdma *r)
+{
+	struct coll_rdma_buf *b;
+	int n = 0;
+
+	spin_lock(&r->link.lock);
+	list_for_each_entry(b, &r->tx_free, node)
+		n++;
+	spin_unlock(&r->link.lock);
+	return n == COLL_RDMA_SEND;
+}
+
 static void coll_rdma_shutdown(struct coll_link *l)
 {
 	struct coll_rdma *r = coll_rdma_of(l);
 	struct coll_msg *m, *t;
 
+	/*
+	 * An orderly leave: the BYE, and every frame before it, reaches the
+	 * peer before the disconnect, which would flush what is still on the
+	 * send queue (the peer would then fail a collective it could have
+	 * finished).  As TCP's, bounded by a peer that takes nothing.
+	 */
+	if (l->bye && r->qp)
+		wait_event_timeout(r->wq, coll_rdma_tx_idle(r),
+				   msecs_to_jiffies(500));
 	wake_up_all(&r->wq);
 	/* dead already: whoever is still posting is done after this */
 	write_lock(&r->post_lock);
@@ -1084,6 +1110,21 @@ static int coll_rdma_cm_event(struct rdma_cm_id *cm,
 		coll_link_fail(&r->link, -ECONNRESET, "RDMA connection error");
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		if (READ_ONCE(r->link.attached) && !READ_ONCE(r->link.dead) &&
+		    r->connected) {
+			/*
+			 * The disconnect request may overtake the completions
+			 * of what the peer sent before it (its last READY, its
+			 * BYE): put the queue pair into error, so that those
+			 * are handled first and the flushes that follow them
+			 * fail the link (coll_rdma_wc_error()).
+			 */
+			WRITE_ONCE(r->peer_closed, true);
+			r->connected = false;
+			rdma_disconnect(cm);
+			break;
+		}
+		fallthrough;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
 		r->connected = ev->event == RDMA_CM_EVENT_DISCONNECTED ?

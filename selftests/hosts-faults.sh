@@ -209,10 +209,12 @@ for ((k = 0; k < ${#plan[@]}; k++)); do
 			sed "s/^@P$k@ //; s/^# P$k dmesg| /# dmesg| /; s/^/# g$g: /" | head -n 30
 		if [ "$fault" = poweroff ] && [ "$g" = "$victim" ]; then
 			# it said it would (coll_expect_poweroff: rc 0), and did so
-			# from inside the collective, never reaching its own end
+			# before its own end; that it was in the middle of the
+			# collective the survivors say (their "lands in the
+			# middle" case).  Its last lines ("# powering off now")
+			# may die in the guest's pipe buffers with it.
 			rc=$(sed 's/^rc=//' "$tmp/rc$g" 2>/dev/null)
-			if [ "$rc" = 0 ] && grep -q "^@P$k@ # powering off now" "$f" &&
-				! grep -q "^@@P$k " "$f"; then
+			if [ "$rc" = 0 ] && ! grep -q "^@@P$k " "$f"; then
 				tap ok "$name g$g: powered off in the middle of the collective"
 			else
 				tap not_ok "$name g$g: powered off in the middle of the collective # vm.sh rc ${rc:-none}"
