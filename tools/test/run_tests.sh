@@ -59,6 +59,7 @@ check "coll_perf: outside collrun exits 2" rc_is 2 env -u RANK -u WORLD_SIZE -u 
 check "coll_perf: no device exits 1" rc_is 1 env COLL_DEVICE=/nonexistent/collective ./collrun -n 2 ./coll_perf
 check "coll_perf: no device says so" grep -q 'cannot open /nonexistent/collective: No such file or directory' "$T/err"
 check "coll_perf: bad option exits 2" rc_is 2 ./collrun -n 1 ./coll_perf -p nosuch
+check "coll_perf: bad primitive list exits 2" rc_is 2 ./collrun -n 1 ./coll_perf -p allreduce,,barrier
 check "coll_perf: -h" rc_is 0 ./coll_perf -h
 
 # coll_perf against the real module: selftests/guest-run.sh (in a guest).
@@ -73,6 +74,8 @@ if [ -x ./mpi_perf ] && command -v mpirun > /dev/null 2>&1; then
 		rc_is 0 mrun -np 2 ./mpi_perf -p all -b 1 -e 100K -f 5 -n 2 -w 1 -d int32 -o max -r 1
 	check "mpi_perf: ... in place" \
 		rc_is 0 mrun -np 2 ./mpi_perf -p all -b 1 -e 100K -f 5 -n 2 -w 1 -d double -o prod -i 1 -r 1
+	check "mpi_perf: -p LIST runs those primitives in enum order" \
+		sh -c "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --mca btl self,vader --mca pml ob1 -np 2 ./mpi_perf -p barrier,allreduce -b 8 -e 8 -n 1 -w 0 | sed -n 's/^# Collective: \\([a-z]*\\).*/\\1/p' | tr '\\n' ' ' | grep -qx 'allreduce barrier '"
 	check "mpi_perf: half is skipped with a comment" \
 		sh -c "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --mca btl self,vader --mca pml ob1 -np 2 ./mpi_perf -d half -b 1K -e 1K | grep -q '^# skipping allreduce: MPI has no half'"
 	if [ -f "$T/ours_all" ] && [ -f $FAKE ]; then
