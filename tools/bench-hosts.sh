@@ -31,6 +31,9 @@
 #   BENCH_OUT         raw outputs (build/bench-hosts), shared with the guests
 # Exit status: 0 when every coll_perf run succeeded with 0 wrong elements
 # and the guests' kernel logs are clean.
+#
+# bench-hosts.sh --table [DIR]: the README's markdown table from the
+# outputs of a run (default BENCH_OUT).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd -P)
@@ -295,8 +298,43 @@ guest_main() {
 	return "$rc"
 }
 
+# markdown_table DIR: the README's table from a run's table-*.txt files.
+markdown_table() {
+	local dir=$1 f l p
+	echo "| ranks | primitive | 2 MiB busbw, MB/s: rdma / tcp / Open MPI / link | ours/MPI at 2 MiB: rdma, tcp | smallest size, ms: rdma / tcp / MPI | geometric mean ours/MPI: rdma, tcp |"
+	echo "|---|---|---|---|---|---|"
+	for f in "$dir"/table-*x-*.txt; do
+		[ -s "$f" ] || continue
+		l=${f##*/table-}; l=${l%%x-*}
+		p=${f##*x-}; p=${p%.txt}
+		awk -v l="$l" -v p="$p" -v order="allreduce broadcast reduce allgather reducescatter alltoall scatter gather barrier" '
+			/^#       size/ { for (i = 2; i <= NF; i++) col[$i] = i - 1; next }
+			/^# geometric mean/ { gm[$4] = $NF; next }
+			/^#/ { next }
+			{ n++; if (n == 1) first = $0; last = $0 }
+			function f(row, name,   v) { split(row, v, " "); return (name in col) ? v[col[name]] : "-" }
+			function ms(x) { return x == "-" ? "-" : sprintf("%.1f", x / 1000) }
+			END {
+				split(order, o, " "); for (i in o) if (o[i] == p) k = i
+				if (p == "barrier")
+					printf "%d|%s | %s | - | %s, %s | %s / %s / %s | |\n", k, l, p,
+						gm["rdma/mpi"], gm["tcp/mpi"], ms(f(first, "rdma_us")), ms(f(first, "tcp_us")), ms(f(first, "mpi_us"))
+				else
+					printf "%d|%s | %s | %s / %s / %s / %s | %s, %s | %s / %s / %s | %s, %s |\n", k, l, p,
+						f(last, "rdma_MBps"), f(last, "tcp_MBps"), f(last, "mpi_MBps"), f(last, "link_MBps"),
+						f(last, "rdma/mpi"), f(last, "tcp/mpi"),
+						ms(f(first, "rdma_us")), ms(f(first, "tcp_us")), ms(f(first, "mpi_us")),
+						gm["rdma/mpi"], gm["tcp/mpi"]
+			}' "$f"
+	done | sort -t'|' -k2,2n -k1,1n | cut -d'|' -f2- | sed 's/^/| /; s/ *$//'
+}
+
 if [ "${1:-}" = --guest ]; then
 	guest_main
+	exit
+fi
+if [ "${1:-}" = --table ]; then
+	markdown_table "${2:-$BENCH_OUT}"
 	exit
 fi
 
