@@ -21,7 +21,9 @@ Only inside the guests' private network: the daemon listens on one address
 client connects only to addresses in NET (COLL_REXEC_NET, default
 10.77.0.0/24).  Both prove knowledge of a shared key (COLL_REXEC_KEY, 32+
 hex digits, which vms.sh --rexec draws at random for each boot) with
-HMAC-SHA256 over fresh nonces; the key never crosses the wire.  Port:
+HMAC-SHA256 over fresh nonces and the request; the key never crosses the
+wire.  The stream after that is neither encrypted nor authenticated: this is
+a tool for the rig's private network, not a replacement for ssh.  Port:
 COLL_REXEC_PORT or 7792.
 
 Wire (big-endian): server "CREX1" + 16-byte nonce; client 16-byte nonce,
