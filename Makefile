@@ -26,7 +26,7 @@ BUILD := $(CURDIR)/build
 DEB_PKGS := linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
 	qemu-system-x86 busybox-static kmod cpio xz-utils bc \
 	rdma-core ibverbs-utils rdmacm-utils perftest iproute2 \
-	libnl-3-dev libnl-genl-3-dev openmpi-bin libopenmpi-dev \
+	libnl-3-dev libnl-genl-3-dev openmpi-bin libopenmpi-dev python3 \
 	sparse gcc make flex bison libelf-dev libssl-dev rsync
 
 LINUX_SRC_TAR := /usr/src/linux-source-6.1.tar.xz
