@@ -4,6 +4,8 @@
 #
 #   make            module (against KDIR), library, tools, tests
 #   make run        boot a guest, load the module, benchmark every primitive
+#   make bench-hosts boot 2 guests, benchmark across them (RDMA, TCP) against
+#                   ib_write_bw and Open MPI in the same boot (tools/bench-hosts.sh)
 #   make check      all tests (native unit tests, guest selftests, two guests)
 #   make check-debug the guest selftests on a KASAN/lockdep/kmemleak kernel
 #                   built from linux-source-6.1 (~15 min the first time)
@@ -25,7 +27,7 @@ DEB_PKGS := linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
 	qemu-system-x86 busybox-static kmod cpio xz-utils bc \
 	rdma-core ibverbs-utils rdmacm-utils perftest iproute2 \
 	libibverbs-dev librdmacm-dev ibverbs-providers \
-	libnl-3-dev libnl-genl-3-dev openmpi-bin libopenmpi-dev \
+	libnl-3-dev libnl-genl-3-dev openmpi-bin libopenmpi-dev python3 \
 	sparse gcc make flex bison libelf-dev libssl-dev rsync
 
 LINUX_SRC_TAR := /usr/src/linux-source-6.1.tar.xz
@@ -74,6 +76,9 @@ guest-build: $(BUILD)/.deps-ok
 run: guest-build
 	selftests/rig/vm.sh --name bench --mem 4G --timeout 1500 -- tools/bench-guest.sh
 
+bench-hosts: guest-build
+	tools/bench-hosts.sh
+
 check: guest-build
 	selftests/run-all.sh
 
@@ -114,5 +119,5 @@ clean:
 	-$(MAKE) -C selftests/rig clean
 	rm -rf $(BUILD)
 
-.PHONY: all deps module userlib tools selftests guest-build run check check-debug lint \
+.PHONY: all deps module userlib tools selftests guest-build run bench-hosts check check-debug lint \
 	install clean

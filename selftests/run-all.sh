@@ -16,6 +16,8 @@
 # and, only when named:
 #   rdma2     a check of the rig itself (two guests, rping and ib_write_bw
 #             over rxe): not a test of the project, so not run by default
+#   rexec     the rig's remote-exec agent (rig/rexec.py) on the host's
+#             loopback, with an Open MPI job launched through it
 # Each suite prints TAP; a suite that fails without saying which test failed
 # counts as one failure.  The last line is "N passed, N failed, N skipped".
 # Guest suites take the machine's guest lock ($COLL_GUEST_LOCK, default
@@ -82,6 +84,7 @@ for s in "${suites[@]}"; do
 			--mem 4G --timeout 2400 -- selftests/guest-run.sh ;;
 	hosts)	run_suite hosts hosts_suite ;;
 	rdma2)	run_suite rdma2 flock "$lock" selftests/rig/test-rdma-2guest.sh ;;
+	rexec)	run_suite rexec selftests/rig/test-rexec.sh ;;
 	*)	echo "unknown suite $s" >&2; exit 2 ;;
 	esac
 done

@@ -666,7 +666,8 @@ static void usage(FILE *f, const struct perf_backend *be)
 		"usage: %s [-p PRIM] [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS]\n"
 		"       [-w WARMUP] [-c 0|1] [-d DTYPE] [-o REDOP] [-r ROOT] [-i 0|1]%s\n"
 		"  -p PRIM   allreduce reduce reducescatter allgather broadcast scatter\n"
-		"            gather alltoall barrier | all            (default allreduce)\n"
+		"            gather alltoall barrier | all | a comma-separated list\n"
+		"                                                   (default allreduce)\n"
 		"  -b, -e    smallest and largest size in bytes, K/M/G suffixes (8, 32M)\n"
 		"  -f        multiply the size by this factor each step     (default 2)\n"
 		"  -n, -w    timed and warm-up iterations per size       (default 20, 5)\n"
@@ -716,6 +717,43 @@ static long parse_int_opt(const struct perf_backend *be, int opt,
 	return v;
 }
 
+/* -p: one primitive, "all", or a comma-separated list (run in enum order). */
+static void parse_prims(const struct perf_backend *be, int opt,
+			const char *arg, struct perf_opts *o)
+{
+	char name[32];
+	const char *p = arg, *end;
+	size_t len;
+	int prim;
+
+	if (!strcmp(arg, "all")) {
+		o->prim = PERF_PRIM_ALL;
+		o->prims = (1U << COLL_PRIM_MAX) - 1;
+		return;
+	}
+	if (!strchr(arg, ',')) {
+		if ((o->prim = coll_prim_from_name(arg)) < 0)
+			die_opt(be, opt, arg, "unknown primitive");
+		return;
+	}
+	o->prim = PERF_PRIM_ALL;
+	o->prims = 0;
+	for (;;) {
+		end = strchr(p, ',');
+		len = end ? (size_t)(end - p) : strlen(p);
+		if (!len || len >= sizeof(name))
+			die_opt(be, opt, arg, "bad primitive list");
+		memcpy(name, p, len);
+		name[len] = 0;
+		if ((prim = coll_prim_from_name(name)) < 0)
+			die_opt(be, opt, arg, "unknown primitive");
+		o->prims |= 1U << prim;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+}
+
 void perf_parse(int argc, char **argv, const struct perf_backend *be,
 		struct perf_opts *o)
 {
@@ -738,10 +776,7 @@ void perf_parse(int argc, char **argv, const struct perf_backend *be,
 	while ((opt = getopt(argc, argv, "p:b:e:f:n:w:c:d:o:r:a:i:NW:h")) != -1) {
 		switch (opt) {
 		case 'p':
-			if (!strcmp(optarg, "all"))
-				o->prim = PERF_PRIM_ALL;
-			else if ((o->prim = coll_prim_from_name(optarg)) < 0)
-				die_opt(be, opt, optarg, "unknown primitive");
+			parse_prims(be, opt, optarg, o);
 			break;
 		case 'b':
 			if (perf_parse_size(optarg, &o->minbytes))
@@ -990,6 +1025,7 @@ int perf_main(const struct perf_backend *be, const struct perf_opts *o)
 	size_t bufbytes = (o->maxbytes + 4095) & ~(size_t)4095;
 	struct totals tot = { 0, 0, 0 };
 	void *sbuf, *rbuf;
+	const char *sep;
 	int p;
 
 	sbuf = aligned_alloc(4096, bufbytes);
@@ -1003,10 +1039,19 @@ int perf_main(const struct perf_backend *be, const struct perf_opts *o)
 	memset(rbuf, 0, bufbytes);
 
 	if (be->rank == 0) {
-		printf("# %s: nranks %d  prim %s  dtype %s  redop %s  root %d",
-		       be->name, be->nranks,
-		       o->prim == PERF_PRIM_ALL ? "all" : coll_prim_name(o->prim),
-		       coll_dtype_name(o->dtype), coll_redop_name(o->redop), o->root);
+		printf("# %s: nranks %d  prim ", be->name, be->nranks);
+		if (o->prim != PERF_PRIM_ALL)
+			printf("%s", coll_prim_name(o->prim));
+		else if (o->prims == (1U << COLL_PRIM_MAX) - 1)
+			printf("all");
+		else
+			for (p = 0, sep = ""; p < COLL_PRIM_MAX; p++)
+				if (o->prims & (1U << p)) {
+					printf("%s%s", sep, coll_prim_name(p));
+					sep = ",";
+				}
+		printf("  dtype %s  redop %s  root %d", coll_dtype_name(o->dtype),
+		       coll_redop_name(o->redop), o->root);
 		if (be->features & PERF_F_ALGO)
 			printf("  algo %s", coll_algo_name(o->algo));
 		printf("  inplace %d", o->inplace);
@@ -1024,7 +1069,8 @@ int perf_main(const struct perf_backend *be, const struct perf_opts *o)
 
 	if (o->prim == PERF_PRIM_ALL) {
 		for (p = 0; p < COLL_PRIM_MAX; p++)
-			run_prim(be, o, p, sbuf, rbuf, bufbytes, &tot);
+			if (o->prims & (1U << p))
+				run_prim(be, o, p, sbuf, rbuf, bufbytes, &tot);
 	} else {
 		run_prim(be, o, o->prim, sbuf, rbuf, bufbytes, &tot);
 	}

@@ -19,6 +19,7 @@
 
 struct perf_opts {
 	int prim;		/* enum coll_prim, or PERF_PRIM_ALL */
+	unsigned int prims;	/* with PERF_PRIM_ALL: the bit of each primitive run */
 	size_t minbytes, maxbytes;
 	unsigned long factor;
 	int iters, warmup, check;

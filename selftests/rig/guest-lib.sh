@@ -185,6 +185,20 @@ coll_expect_poweroff() {
 	echo "${1:-on purpose}" >"$COLL_RUN_DIR/poweroff" && sync
 }
 
+# coll_rexec_up: start the rig's remote-exec daemon (rexec.py --serve) on
+# GUEST_IP, port COLL_REXEC_PORT (7792), key COLL_REXEC_KEY, log
+# $COLL_RUN_DIR/rexec.log; wait until it listens.  vms.sh --rexec runs it in
+# every guest; "$COLL_REXEC HOST CMD" (an ssh stand-in) then runs CMD on HOST.
+coll_rexec_up() {
+	local agent=${COLL_REXEC:-${COLL_ROOT:-}/selftests/rig/rexec.py}
+	local log=${COLL_RUN_DIR:-/tmp}/rexec.log
+	[ -n "${GUEST_IP:-}" ] || { coll_log "rexec: no GUEST_IP (vms.sh guests only)"; return 1; }
+	[ -n "${COLL_REXEC_KEY:-}" ] || { coll_log "rexec: no COLL_REXEC_KEY"; return 1; }
+	[ -f "$agent" ] || { coll_log "rexec: no $agent"; return 1; }
+	/usr/bin/python3 "$agent" --serve </dev/null >>"$log" 2>&1 &
+	coll_wait_port "$GUEST_IP" "${COLL_REXEC_PORT:-7792}" 30
+}
+
 # coll_dmesg_splats: print kernel BUG/WARNING/Oops lines from dmesg; true if any.
 coll_dmesg_splats() {
 	dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|general protection fault|UBSAN:|KASAN:'

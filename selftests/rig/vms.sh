@@ -29,6 +29,8 @@ options:
   --no-rxe         do not create rxe0
   --lossless       join the guests by unix datagram sockets (the hub queues a
                    frame while its guest is busy) rather than UDP (drops it)
+  --rexec          start the remote-exec daemon in every guest (rexec.py, with a
+                   fresh key); CMD gets COLL_REXEC, an ssh stand-in for mpirun
   --grace SECS     once a guest fails, stop the others after SECS (default 30; 0 = never)
   --env NAME=VAL   export NAME=VAL to CMD in every guest (repeatable)
   --setup CODE     as vm.sh --setup, in every guest, after rxe0 is up (repeatable)
@@ -47,7 +49,7 @@ RIG_PROG=vms.sh
 # shellcheck source=host-lib.sh
 . "$(dirname "$0")/host-lib.sh"
 
-count='' name='' logdir='' mtu=9000 rxe=1 grace=30 verbose=0 quiet=0 lossless=0
+count='' name='' logdir='' mtu=9000 rxe=1 rexec=0 grace=30 verbose=0 quiet=0 lossless=0
 smp=${SMP:-1}
 mem=${MEM:-1G}
 timeout=${TIMEOUT:-600}
@@ -73,6 +75,7 @@ while [ $# -gt 0 ]; do
 	--mtu) need_arg "$@"; mtu=$2; shift 2 ;;
 	--no-rxe) rxe=0; shift ;;
 	--lossless) lossless=1; shift ;;
+	--rexec) rexec=1; shift ;;
 	--grace) need_arg "$@"; grace=$2; shift 2 ;;
 	--env) need_arg "$@"; envs+=(--env "$2"); shift 2 ;;
 	--setup) need_arg "$@"; setups+=(--setup "$2"); shift 2 ;;
@@ -185,6 +188,13 @@ if [ "$rxe" = 1 ]; then
 	setup_rxe=(--setup 'coll_rxe_up eth0 rxe0 >/dev/null' --env COLL_RDMA_DEV=rxe0)
 fi
 
+setup_rexec=()
+if [ "$rexec" = 1 ]; then
+	setup_rexec=(--env "COLL_REXEC=$RIG_DIR/rexec.py"
+		--env "COLL_REXEC_KEY=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+		--setup coll_rexec_up)
+fi
+
 t0=$(date +%s)
 declare -A index_of=()
 logs=()
@@ -204,7 +214,7 @@ for ((i = 0; i < count; i++)); do
 		--ip "${ips[i]}/24" --mtu "$mtu" \
 		--env "GUEST_INDEX=$i" --env "GUEST_COUNT=$count" --env "GUEST_IP=${ips[i]}" \
 		--env "GUEST_IPS=${ips[*]}" --env COLL_HUB_CTL=1 \
-		"${envs[@]}" "${setup_rxe[@]}" "${setups[@]}" "${pass[@]}" \
+		"${envs[@]}" "${setup_rxe[@]}" "${setup_rexec[@]}" "${setups[@]}" "${pass[@]}" \
 		-q -- "$@" </dev/null >/dev/null 2>"$group/g$i.err" &
 	pids[i]=$!
 	index_of[$!]=$i

@@ -8,7 +8,7 @@
 #     end against the module: selftests/guest-run.sh, in a guest);
 #   - mpi_perf (when mpirun exists): np=2, every primitive, 0 wrong, and the
 #     same size/count columns as coll_perf;
-#   - memcpy_bw and compare.sh output.
+#   - memcpy_bw, compare.sh and compare-hosts.sh output.
 # Prints TAP; exit 1 if anything failed.
 #
 # QUICK=1 runs a smaller matrix.
@@ -59,6 +59,7 @@ check "coll_perf: outside collrun exits 2" rc_is 2 env -u RANK -u WORLD_SIZE -u 
 check "coll_perf: no device exits 1" rc_is 1 env COLL_DEVICE=/nonexistent/collective ./collrun -n 2 ./coll_perf
 check "coll_perf: no device says so" grep -q 'cannot open /nonexistent/collective: No such file or directory' "$T/err"
 check "coll_perf: bad option exits 2" rc_is 2 ./collrun -n 1 ./coll_perf -p nosuch
+check "coll_perf: bad primitive list exits 2" rc_is 2 ./collrun -n 1 ./coll_perf -p allreduce,,barrier
 check "coll_perf: -h" rc_is 0 ./coll_perf -h
 
 # coll_perf against the real module: selftests/guest-run.sh (in a guest).
@@ -73,6 +74,8 @@ if [ -x ./mpi_perf ] && command -v mpirun > /dev/null 2>&1; then
 		rc_is 0 mrun -np 2 ./mpi_perf -p all -b 1 -e 100K -f 5 -n 2 -w 1 -d int32 -o max -r 1
 	check "mpi_perf: ... in place" \
 		rc_is 0 mrun -np 2 ./mpi_perf -p all -b 1 -e 100K -f 5 -n 2 -w 1 -d double -o prod -i 1 -r 1
+	check "mpi_perf: -p LIST runs those primitives in enum order" \
+		sh -c "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --mca btl self,vader --mca pml ob1 -np 2 ./mpi_perf -p barrier,allreduce -b 8 -e 8 -n 1 -w 0 | sed -n 's/^# Collective: \\([a-z]*\\).*/\\1/p' | tr '\\n' ' ' | grep -qx 'allreduce barrier '"
 	check "mpi_perf: half is skipped with a comment" \
 		sh -c "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --mca btl self,vader --mca pml ob1 -np 2 ./mpi_perf -d half -b 1K -e 1K | grep -q '^# skipping allreduce: MPI has no half'"
 	if [ -f "$T/ours_all" ] && [ -f $FAKE ]; then
@@ -88,6 +91,33 @@ if [ -x ./mpi_perf ] && command -v mpirun > /dev/null 2>&1; then
 else
 	echo "# skipping mpi_perf tests: no mpi_perf or mpirun"
 fi
+
+# ------------------------------------------------------------ compare-hosts.sh
+cat > "$T/h1" <<'EOF2'
+# Collective: allreduce  nranks 4  factor(busbw) 1.5000
+           8             2     float     sum      -1     1000.00        0.000        0.000        0
+     1048576        262144     float     sum      -1   100000.00        0.010        0.016        0
+# Collective: barrier  nranks 4  factor(busbw) 0.0000
+           0             0      none    none      -1      100.00        0.000        0.000        0
+EOF2
+sed 's/100000.00        0.010        0.016        0/200000.00        0.005        0.008        7/' "$T/h1" > "$T/h2"
+cat > "$T/h3" <<'EOF2'
+# Collective: allreduce  nranks 4  factor(busbw) 1.5000
+           8             2     float     sum      -1      500.00        0.000        0.000        0
+     1048576        262144     float     sum      -1   400000.00        0.003        0.004        0
+EOF2
+printf '# size GBps\n8 0.0001\n1000000 0.01\n' > "$T/hl"
+./compare-hosts.sh -p allreduce -l "$T/hl" a="$T/h1" b="$T/h2" m="$T/h3" > "$T/hc" 2>&1
+check "compare-hosts.sh: one row per size" [ "$(grep -vc '^#' "$T/hc")" -eq 2 ]
+# 1 MiB: a busbw = 1048576 / 100000 us * 1.5 = 15.73 MB/s; a/m = 4; a/link = 1.573 (link 10 MB/s)
+check "compare-hosts.sh: busbw from the time, ratios to the peer and the link" \
+	awk '$1 == 1048576 { exit !($2 == "15.73" && $5 == "10" && $6 == "4.000" && $7 == "2.000" && $8 == "1.573") }' "$T/hc"
+check "compare-hosts.sh: wrong rows are flagged" grep -q '^ *1048576 .*WRONG(b)$' "$T/hc"
+check "compare-hosts.sh: geometric means" grep -q '^# geometric mean a/m over 2 sizes: 1.414$' "$T/hc"
+check "compare-hosts.sh: a missing run prints -" \
+	sh -c "./compare-hosts.sh -p barrier a=$T/h1 b=- m=$T/h3 | grep -q '^ *0  *0  *-  *-  *-  *-  *100.00  *-  *-\$'"
+check "compare-hosts.sh: several primitives need -p" rc_is 2 ./compare-hosts.sh a="$T/h1" m="$T/h3"
+check "compare-hosts.sh: -r must name an input" rc_is 2 ./compare-hosts.sh -p allreduce -r x a="$T/h1"
 
 # ----------------------------------------------------------------- memcpy_bw
 ./memcpy_bw -r 3 4M > "$T/mem" 2>&1
