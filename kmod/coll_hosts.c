@@ -106,12 +106,18 @@ bool coll_hosts_equal(const struct coll_hosts *a, const struct coll_hosts *b)
 	       !memcmp(a->rank_host, b->rank_host, a->bytes);
 }
 
-static const char coll_layout_label[] = "collective layout v1";
-
-/* The digest that tells two hosts they were given the same tables. */
+/*
+ * The digest that tells two hosts they were given the same tables and the
+ * same flags (a host requiring RDMA never accepts a TCP link from a peer
+ * that was told it may fall back).
+ */
 int coll_hosts_layout(struct coll_hosts *h, struct coll_auth *auth)
 {
-	return coll_auth_mac(auth, coll_layout_label, h->tab,
+	char label[48];
+
+	snprintf(label, sizeof(label), "collective layout v1 flags %u",
+		 h->flags);
+	return coll_auth_mac(auth, label, h->tab,
 			     h->nhosts * sizeof(*h->tab), h->rank_host,
 			     h->bytes, h->layout);
 }

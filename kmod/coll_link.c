@@ -315,7 +315,7 @@ static void coll_links_connect_work(struct work_struct *work)
 						  comm->serial, j,
 						  why == COLL_FALLBACK_CONNECT ?
 						  "connection refused" :
-						  "no RDMA device routes to it");
+						  "no RDMA device or route reaches it");
 				ret = coll_tcp_connect(comm, j,
 						       comm->join_deadline,
 						       why);

@@ -46,7 +46,7 @@
  *   documented in-place layouts, in-place AlltoAll of a different layout).
  * - E2BIG: ``size`` larger than the kernel's struct with a non-zero tail.
  * - EOPNOTSUPP: a flag, primitive, data type, reduction op or algorithm this
- *   kernel does not know, or a feature reserved for later (remote ranks).
+ *   kernel does not know.
  * - ENOENT: unknown communicator or request handle.
  * - EFAULT: a pointer that cannot be read or written, or a buffer that
  *   cannot be pinned.
@@ -126,9 +126,10 @@ enum {
  * @out_plans: cached plans, all communicators
  * @out_max_requests: requests not collected one descriptor may hold
  * @out_max_comms: communicators one process may be a member of
- * @out_port: the port the module listens on for its peers on other hosts,
- *            in the caller's network namespace (module parameter port);
- *            0 if it cannot listen there
+ * @out_port: the port the module listens on for its peers on other hosts
+ *            (module parameter port): in the initial network namespace
+ *            from load, in another from its first communicator that spans
+ *            hosts
  * @out_rdma_devs: RDMA devices the module can use
  *
  * Needs no communicator; any process that can open the device may ask.
@@ -184,7 +185,8 @@ struct coll_host {
  *         otherwise).  %COLL_COMM_F_REQUIRE_RDMA: fail with EHOSTUNREACH
  *         rather than fall back to TCP for a peer host that RDMA does not
  *         reach.  %COLL_COMM_F_TCP: use the TCP transport for every peer
- *         host.  Both at once is EINVAL.
+ *         host.  Both at once is EINVAL.  Every rank of every host must
+ *         pass the same flags (EPROTO otherwise).
  * @nranks: number of ranks, 1..%COLL_MAX_RANKS
  * @rank: this caller's rank, 0..@nranks-1
  * @id: 128-bit communicator id; it acts as a secret.  Processes of one host
@@ -473,7 +475,8 @@ struct coll_peer_info {
  * @out_serial: the communicator's serial number (names it in traces and
  *              logs; never the id)
  *
- * Fills the counts and the table; writes nothing on failure.
+ * Fills the counts and the table.  A query changes nothing in the kernel;
+ * when it fails with EFAULT, entries of the table may have been written.
  */
 struct coll_comm_query {
 	__u32 size;
