@@ -199,8 +199,11 @@ static void v4mapped(uint8_t a[16], const char *ip)
  * The id and tables of case @k of @phase: two hosts, one rank each; the
  * victim is host 0 (it connects: fake phases) or host 1 (it accepts).
  */
-static void ids_for(struct ids *x, int phase, int k, bool victim_host0)
+static void ids_for(struct ids *x, int phase, int k, bool victim_host0,
+		    uint32_t flags)
 {
+	char label[48];
+
 	memcpy(x->id, o.base_id, 16);
 	x->id[12] ^= 0x5a;
 	x->id[13] ^= (uint8_t)phase;
@@ -219,7 +222,9 @@ static void ids_for(struct ids *x, int phase, int k, bool victim_host0)
 		hmac(x->id, "collective tag v1", NULL, 0, NULL, 0, mac);
 		memcpy(x->tag, mac, sizeof(x->tag));
 	}
-	hmac(x->id, "collective layout v1", x->t.h, sizeof(x->t.h),
+	/* the module's label: the victim's COLL_COMM_INIT flags enter it */
+	snprintf(label, sizeof(label), "collective layout v1 flags %u", flags);
+	hmac(x->id, label, x->t.h, sizeof(x->t.h),
 	     x->t.rank_host, sizeof(x->t.rank_host), x->layout);
 }
 
@@ -2217,7 +2222,7 @@ static int victim_main(void)
 		n++;
 		ids_for(&x, host0 ? (flags & COLL_COMM_F_TCP ? PH_FAKE_TCP :
 					PH_FAKE_RDMA) : PH_TAG,
-			(int)k, host0);
+			(int)k, host0, flags);
 		fd = st_dev_open();
 		comm = fd < 0 ? fd : victim_join(fd, &x, host0, flags,
 						 host0 ? 30000 : 90000);
@@ -2328,7 +2333,8 @@ static int attacker_fake(bool rdma)
 		if (!(fc->on & (rdma ? RDMA : TCP)))
 			continue;
 		rng_state = mix(0x1234 + (uint64_t)i);
-		ids_for(&p.x, rdma ? PH_FAKE_RDMA : PH_FAKE_TCP, i, true);
+		ids_for(&p.x, rdma ? PH_FAKE_RDMA : PH_FAKE_TCP, i, true,
+			rdma ? COLL_COMM_F_REQUIRE_RDMA : COLL_COMM_F_TCP);
 		p.count = count;
 		p.replay = fc->replay;
 		ctl_printf(&c, "case %d %u %u %u %u %d 1\n", i,
@@ -2469,7 +2475,7 @@ static void tag_tcp(struct ctl *c, int k)
 	char line[64];
 	bool ok;
 
-	ids_for(&x, PH_TAG, k, false);
+	ids_for(&x, PH_TAG, k, false, COLL_COMM_F_TCP);
 	ctl_printf(c, "case %d %u 256 0 0 20000 0\n", k,
 		   (unsigned int)COLL_COMM_F_TCP);
 	/* other tables: REFUSED once the victim's communicator exists */
@@ -2644,7 +2650,7 @@ static void tag_rdma(struct ctl *c, int k)
 	struct ids x;
 	bool ok;
 
-	ids_for(&x, PH_TAG, k, false);
+	ids_for(&x, PH_TAG, k, false, COLL_COMM_F_REQUIRE_RDMA);
 	ctl_printf(c, "case %d %u 256 0 0 20000 0\n", k,
 		   (unsigned int)COLL_COMM_F_REQUIRE_RDMA);
 	do {
@@ -3086,7 +3092,8 @@ static int live_main(void)
 		struct coll_comm_query q;
 		struct coll_peer_info pi[2];
 
-		ids_for(&x, j ? PH_LIVE_TCP : PH_LIVE_RDMA, 0, true);
+		ids_for(&x, j ? PH_LIVE_TCP : PH_LIVE_RDMA, 0, true,
+			j ? COLL_COMM_F_TCP : 0);
 		memcpy(id.bytes, x.id, sizeof(id.bytes));
 		snprintf(root, sizeof(root), "%s:%d", o.victim_ip,
 			 o.rdv_port + j);
