@@ -89,6 +89,11 @@ int coll_hosts_from_user(const struct coll_comm_init *arg,
 			goto err_free;
 	h->self = h->rank_host[arg->rank];
 	h->nlocal = h->host_nranks[h->self];
+	/* host by host, as many on each: what the HIER plans assume */
+	h->local = n / nh;
+	for (i = 0; i < n && h->local; i++)
+		if (n % nh || h->rank_host[i] != i / h->local)
+			h->local = 0;
 	*out = h;
 	return 0;
 

@@ -86,6 +86,7 @@ extern unsigned int coll_max_comms;
 extern unsigned int coll_plan_cache_size;
 extern unsigned int coll_port;
 extern unsigned int coll_eager_bytes;
+extern unsigned int coll_hier_bytes;
 extern unsigned int coll_peer_timeout_ms;
 
 /* The argument of an ioctl, as the handlers see it (iommufd_ucmd). */
@@ -132,6 +133,7 @@ struct coll_hosts {
 	u32 nhosts;
 	u32 self;			/* this host's index */
 	u32 nlocal;			/* ranks on this host */
+	u32 local;			/* ranks per host (rank r on r / local), or 0 */
 	u32 flags;			/* COLL_COMM_F_* */
 	struct coll_host *tab;		/* nhosts, as the user gave them */
 	u32 *rank_host;			/* nranks: the host of each rank */

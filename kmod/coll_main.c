@@ -29,7 +29,7 @@ MODULE_PARM_DESC(join_timeout_ms,
 unsigned int coll_default_algo = COLL_ALGO_AUTO;
 module_param_named(algo, coll_default_algo, uint, 0644);
 MODULE_PARM_DESC(algo,
-		 "Algorithm for COLL_ALGO_AUTO: 0 auto (direct), 1 ring, 2 direct, 3 naive");
+		 "Algorithm for COLL_ALGO_AUTO: 0 by size and topology (see hier_bytes), 1 ring, 2 direct, 3 naive, 4 tree, 5 hier");
 
 unsigned int coll_ring_chunk_bytes = 256 << 10;
 module_param_named(ring_chunk_bytes, coll_ring_chunk_bytes, uint, 0644);
@@ -74,6 +74,11 @@ unsigned int coll_peer_timeout_ms = 3000;
 module_param_named(peer_timeout_ms, coll_peer_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(peer_timeout_ms,
 		 "A peer host that says nothing for this long is dead: its communicators fail with ECONNRESET");
+
+unsigned int coll_hier_bytes = 256 << 10;
+module_param_named(hier_bytes, coll_hier_bytes, uint, 0644);
+MODULE_PARM_DESC(hier_bytes,
+		 "Across hosts laid out host by host, automatic choice: AllReduce, AllGather and Broadcast whose result buffer holds this many bytes or more run HIER, smaller ones DIRECT (the same on every host)");
 
 unsigned int coll_plan_cache_size = 16;
 module_param_named(plan_cache, coll_plan_cache_size, uint, 0644);

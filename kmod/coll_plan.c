@@ -2,7 +2,8 @@
 /*
  * Plans: schedules (coll_sched.c, pure) cached per communicator and shape.
  *
- * A plan depends only on the communicator's size and on (primitive,
+ * A plan depends only on the communicator's size and layout (ranks per
+ * host) and on (primitive,
  * algorithm, root, count, in-place AlltoAll, ring chunk, claim unit), the
  * key; every collective of that shape on that communicator shares it, so
  * steady state builds nothing.  A plan is freed independently of the
@@ -69,14 +70,15 @@ void coll_plan_cache_flush(struct coll_plan_cache *pc)
 	mutex_destroy(&pc->lock);
 }
 
-static struct coll_plan *coll_plan_build(u32 nranks,
+static struct coll_plan *coll_plan_build(struct coll_comm *comm,
 					 const struct coll_plan_key *key,
 					 int *err)
 {
 	struct coll_sched_args args = {
 		.prim = key->prim,
 		.algo = key->algo,
-		.nranks = nranks,
+		.nranks = comm->nranks,
+		.local = comm->hosts ? comm->hosts->local : 0,
 		.root = key->root,
 		.count = key->count,
 		.chunk = key->chunk,
@@ -129,7 +131,7 @@ struct coll_plan *coll_plan_get(struct coll_comm *comm,
 			return plan;
 		}
 	}
-	plan = coll_plan_build(comm->nranks, key, &err);
+	plan = coll_plan_build(comm, key, &err);
 	if (!plan) {
 		mutex_unlock(&pc->lock);
 		return ERR_PTR(err);

@@ -476,14 +476,36 @@ void coll_run_work(struct work_struct *work)
 	coll_task_put(task);
 }
 
-static u32 coll_pick_algo(u32 algo)
+/*
+ * COLL_ALGO_AUTO: the module parameter "algo" if it names one; else,
+ * within one host, DIRECT (every rank reads its peers' pages once);
+ * across hosts, HIER for AllReduce, AllGather and Broadcast whose result
+ * buffer holds hier_bytes or more, when the ranks are laid out host by
+ * host, several on each (every part crosses between two hosts once, the
+ * local ranks carrying theirs in parallel), and DIRECT otherwise (the
+ * fewest rounds, and every round costs a round trip between hosts).  The
+ * default threshold is where HIER overtook DIRECT for all three on 2 hosts
+ * x 2 ranks over rxe (README.md).  Every host must decide alike: the hosts
+ * compare the outcome (coll_xhost.c).
+ */
+static u32 coll_pick_algo(const struct coll_task *task, u32 algo)
 {
+	const struct coll_hosts *h = task->comm->hosts;
+	u32 prim = task->desc.prim;
+	u64 bytes = task->bytes;
+
 	if (algo != COLL_ALGO_AUTO)
 		return algo;
 	algo = READ_ONCE(coll_default_algo);
-	if (algo == COLL_ALGO_AUTO || algo >= COLL_ALGO_MAX)
-		algo = COLL_ALGO_DIRECT;
-	return algo;
+	if (algo != COLL_ALGO_AUTO && algo < COLL_ALGO_MAX)
+		return algo;
+	if (prim == COLL_ALLGATHER)
+		bytes *= task->nranks;		/* the count is per rank */
+	if (h && h->local > 1 && bytes >= READ_ONCE(coll_hier_bytes) &&
+	    (prim == COLL_ALLREDUCE || prim == COLL_ALLGATHER ||
+	     prim == COLL_BROADCAST))
+		return COLL_ALGO_HIER;
+	return COLL_ALGO_DIRECT;
 }
 
 static bool coll_desc_equal(const struct coll_desc *a,
@@ -544,7 +566,7 @@ static int coll_run_prepare(struct coll_task *task)
 	task->desc = *d0;
 	task->esize = d0->prim == COLL_BARRIER ? 1 : coll_dtype_size(d0->dtype);
 	task->bytes = d0->count * task->esize;
-	task->desc.algo = coll_pick_algo(d0->algo);
+	task->desc.algo = coll_pick_algo(task, d0->algo);
 
 	key.prim = d0->prim;
 	key.algo = task->desc.algo;

@@ -36,14 +36,38 @@ struct coll_gen {
 	u32 nrounds;
 };
 
+static struct coll_coord coord(u32 c0, u32 ca, u32 cb, u32 cj)
+{
+	struct coll_coord c = {
+		.c0 = (u16)c0, .ca = (u16)ca, .cb = (u16)cb, .cj = (u16)cj,
+	};
+
+	return c;
+}
+
 /* A pattern on buffer @buf whose rank is r0 + a*ra + b*rb + j*rj. */
 static struct coll_pat pat(u32 buf, u32 r0, u32 ra, u32 rb, u32 rj)
 {
 	struct coll_pat p = {
 		.buf = (u16)buf,
-		.r0 = (u16)r0, .ra = (u16)ra, .rb = (u16)rb, .rj = (u16)rj,
+		.rank = coord(r0, ra, rb, rj),
 	};
 
+	return p;
+}
+
+/*
+ * ... whose rank is two-level: @grp * (host h0 + a*ha + b*hb + j*hj) plus
+ * the rank's own coordinate taken modulo @grp.
+ */
+static struct coll_pat pat_grp(struct coll_pat p, u32 grp, u32 h0, u32 ha,
+			       u32 hb, u32 hj)
+{
+	p.rank.grp = (u16)grp;
+	p.rank.h0 = (u16)h0;
+	p.rank.ha = (u16)ha;
+	p.rank.hb = (u16)hb;
+	p.rank.hj = (u16)hj;
 	return p;
 }
 
@@ -53,10 +77,7 @@ static struct coll_pat pat_at(struct coll_pat p, u64 off, u64 blk,
 {
 	p.off = off;
 	p.blk = blk;
-	p.k0 = (u16)k0;
-	p.ka = (u16)ka;
-	p.kb = (u16)kb;
-	p.kj = (u16)kj;
+	p.block = coord(k0, ka, kb, kj);
 	return p;
 }
 
@@ -423,6 +444,162 @@ static void gen_alltoall(struct coll_gen *g, u32 n, u64 count, bool inplace)
 			pat(COLL_SBUF_RECV, 0, 0, 0, 0));
 }
 
+/* ceil(log2(n)) */
+static u32 coll_log2_up(u32 n)
+{
+	u32 k = 0;
+
+	while ((1U << k) < n)
+		k++;
+	return k;
+}
+
+/* Pairs (v, v + d) of a binomial level: v = a * 2d, v + d < n. */
+static u32 coll_tree_pairs(u32 n, u32 d)
+{
+	return n > d ? (n - d + 2 * d - 1) / (2 * d) : 0;
+}
+
+/*
+ * AllReduce, TREE.  A binomial tree folds every S into R_0, another copies
+ * R_0 to every R; K = ceil(log2 n) rounds each.  Round k < K (d = 2^k):
+ * R_v = (k ? R_v : S_v) op P_{v+d} for v = a*2d, v + d < n, where P_w is
+ * R_w if w has folded anything before (k > 0 and w + 1 < n) and S_w if not
+ * (of the partners of round k > 0, only w = n-1 can be that); the fold
+ * into R_0 divides for AVG.  Round K + i (d = 2^(K-1-i)): R_{v+d} = R_v.
+ */
+static void gen_allreduce_tree(struct coll_gen *g, u32 n, u64 count)
+{
+	u32 K = coll_log2_up(n), k, d, na, last, i;
+	u8 avg;
+
+	for (k = 0; k < K; k++) {
+		d = 1U << k;
+		na = coll_tree_pairs(n, d);
+		avg = k + 1 == K ? COLL_STEP_F_AVG : 0;
+		last = k && (n - 1 - d) % (2 * d) == 0 ? 1 : 0;
+		gen_fam(g, COLL_STEP_REDUCE, avg, k, na - last, 1, 2, count,
+			pat(COLL_SBUF_RECV, 0, 2 * d, 0, 0),
+			pat(k ? COLL_SBUF_RECV : COLL_SBUF_SEND, 0, 2 * d, 0, 0),
+			pat(k ? COLL_SBUF_RECV : COLL_SBUF_SEND, 0, 2 * d, 0,
+			    d));
+		if (last)
+			gen_fam(g, COLL_STEP_REDUCE, avg, k, 1, 1, 2, count,
+				pat(COLL_SBUF_RECV, n - 1 - d, 0, 0, 0),
+				pat(COLL_SBUF_RECV, n - 1 - d, 0, 0, 0),
+				pat(COLL_SBUF_SEND, n - 1 - d, 0, 0, d));
+	}
+	for (i = 0; i < K; i++) {
+		d = 1U << (K - 1 - i);
+		gen_copy(g, 0, K + i, coll_tree_pairs(n, d), 1, count,
+			 pat(COLL_SBUF_RECV, d, 2 * d, 0, 0),
+			 pat(COLL_SBUF_RECV, 0, 2 * d, 0, 0));
+	}
+}
+
+/*
+ * Broadcast, TREE.  Ranks relative to the root (v = rank - root): round i
+ * (d = 2^(K-1-i)) copies into R_{v+d} from R_v, v = a*2d, v + d < n, and
+ * from S_root for v = 0; round 0 also copies S_root into R_root.
+ */
+static void gen_broadcast_tree(struct coll_gen *g, u32 n, u32 root,
+			       u64 count)
+{
+	u32 K = coll_log2_up(n), i, d;
+
+	gen_copy(g, 0, 0, 1, 1, count, pat(COLL_SBUF_RECV, root, 0, 0, 0),
+		 pat(COLL_SBUF_SEND, root, 0, 0, 0));
+	for (i = 0; i < K; i++) {
+		d = 1U << (K - 1 - i);
+		gen_copy(g, 0, i, 1, 1, count,
+			 pat(COLL_SBUF_RECV, root + d, 0, 0, 0),
+			 pat(COLL_SBUF_SEND, root, 0, 0, 0));
+		gen_copy(g, 0, i, coll_tree_pairs(n, d) - 1, 1, count,
+			 pat(COLL_SBUF_RECV, root + 3 * d, 2 * d, 0, 0),
+			 pat(COLL_SBUF_RECV, root + 2 * d, 2 * d, 0, 0));
+	}
+}
+
+/*
+ * The hierarchical plans.  H hosts of L ranks, rank h*L + l on host h
+ * (L >= 2, H >= 2); "rank l of host h" is the two-level pattern
+ * pat_grp(L, host h) with l taken modulo L.  The count is cut into n
+ * parts (F_SPLIT); part q belongs to local index q mod L, so every host
+ * moves each part across hosts once, and the L ranks of a host carry
+ * their own parts in parallel.
+ */
+
+/*
+ * AllReduce, HIER.  Round 0 (within hosts): part q of R_{hL + q mod L} =
+ * part q of the host's L inputs, own first.  Round 1 (across): part q of
+ * R_q = part q of R_{q + jL}, j < H (R_q's own first; divides for AVG).
+ * Round 2 (across): R_{q + (b+1)L} takes part q from R_q, b < H-1.  Round
+ * 3 (within): R_{hL + (q+e) mod L} takes part q from R_{hL + q mod L},
+ * 0 < e < L.
+ */
+static void gen_allreduce_hier(struct coll_gen *g, u32 n, u32 L, u64 count)
+{
+	u32 H = n / L, e;
+
+	gen_fam(g, COLL_STEP_REDUCE, COLL_STEP_F_SPLIT, 0, n, H, L, count,
+		pat_grp(pat(COLL_SBUF_RECV, 0, 1, 0, 0), L, 0, 0, 1, 0),
+		pat_grp(pat(COLL_SBUF_SEND, 0, 1, 0, 0), L, 0, 0, 1, 0),
+		pat_grp(pat(COLL_SBUF_SEND, 0, 1, 0, 1), L, 0, 0, 1, 0));
+	gen_fam(g, COLL_STEP_REDUCE, COLL_STEP_F_SPLIT | COLL_STEP_F_AVG, 1,
+		n, 1, H, count, pat(COLL_SBUF_RECV, 0, 1, 0, 0),
+		pat(COLL_SBUF_RECV, 0, 1, 0, 0),
+		pat(COLL_SBUF_RECV, 0, 1, 0, L));
+	gen_copy(g, COLL_STEP_F_SPLIT, 2, n, H - 1, count,
+		 pat(COLL_SBUF_RECV, L, 1, L, 0),
+		 pat(COLL_SBUF_RECV, 0, 1, 0, 0));
+	for (e = 1; e < L; e++)
+		gen_copy(g, COLL_STEP_F_SPLIT, 3, n, H, count,
+			 pat_grp(pat(COLL_SBUF_RECV, e, 1, 0, 0), L, 0, 0, 1,
+				 0),
+			 pat_grp(pat(COLL_SBUF_RECV, 0, 1, 0, 0), L, 0, 0, 1,
+				 0));
+}
+
+/*
+ * AllGather, HIER.  Round 0 (across): block a + bL of R_a = S_{a + bL},
+ * b < H (b = 0: its own).  Round 1 (within): R_{hL + (B+e) mod L} takes
+ * block B from R_{hL + B mod L}, 0 < e < L.
+ */
+static void gen_allgather_hier(struct coll_gen *g, u32 n, u32 L, u64 count)
+{
+	u32 H = n / L, e;
+
+	gen_copy(g, 0, 0, n, H, count,
+		 pat_at(pat(COLL_SBUF_RECV, 0, 1, 0, 0), 0, count, 0, 1, L, 0),
+		 pat(COLL_SBUF_SEND, 0, 1, L, 0));
+	for (e = 1; e < L; e++)
+		gen_copy(g, 0, 1, n, H, count,
+			 pat_at(pat_grp(pat(COLL_SBUF_RECV, e, 1, 0, 0), L,
+					0, 0, 1, 0), 0, count, 0, 1, 0, 0),
+			 pat_at(pat_grp(pat(COLL_SBUF_RECV, 0, 1, 0, 0), L,
+					0, 0, 1, 0), 0, count, 0, 1, 0, 0));
+}
+
+/*
+ * Broadcast, HIER.  Round 0 (across): part q of R_{hL + q mod L} = part q
+ * of S_root.  Round 1 (within): as AllReduce's round 3.
+ */
+static void gen_broadcast_hier(struct coll_gen *g, u32 n, u32 L, u32 root,
+			       u64 count)
+{
+	u32 H = n / L, e;
+
+	gen_copy(g, COLL_STEP_F_SPLIT, 0, n, H, count,
+		 pat_grp(pat(COLL_SBUF_RECV, 0, 1, 0, 0), L, 0, 0, 1, 0),
+		 pat(COLL_SBUF_SEND, root, 0, 0, 0));
+	for (e = 1; e < L; e++)
+		gen_copy(g, COLL_STEP_F_SPLIT, 1, n, H, count,
+			 pat_grp(pat(COLL_SBUF_RECV, e, 1, 0, 0), L, 0, 0, 1,
+				 0),
+			 pat_grp(pat(COLL_SBUF_RECV, 0, 1, 0, 0), L, 0, 0, 1,
+				 0));
+}
+
 /*
  * Slabs of a pipelined plan: @per elements each, but never so many that
  * the plan would hold more than COLL_SCHED_MAX_STEPS families
@@ -446,9 +623,12 @@ static u64 coll_ring_slabs(u64 count, u64 *per, u64 fams_per_slab)
 
 static int coll_gen_run(const struct coll_sched_args *a, struct coll_gen *g)
 {
-	u32 n = a->nranks, root = a->root;
+	u32 n = a->nranks, root = a->root, L = a->local ? a->local : n;
 	u64 count = a->count, chunk = a->chunk, slab, nslabs;
 	bool ring = a->algo == COLL_ALGO_RING;
+	bool tree = a->algo == COLL_ALGO_TREE;
+	bool naive = a->algo == COLL_ALGO_NAIVE;
+	bool hier = a->algo == COLL_ALGO_HIER && L > 1 && L < n;
 
 	if (a->prim == COLL_BARRIER || !count)
 		return 0;
@@ -460,13 +640,17 @@ static int coll_gen_run(const struct coll_sched_args *a, struct coll_gen *g)
 
 	switch (a->prim) {
 	case COLL_ALLREDUCE:
-		if (ring) {
+		if (hier) {
+			gen_allreduce_hier(g, n, L, count);
+		} else if (tree) {
+			gen_allreduce_tree(g, n, count);
+		} else if (ring) {
 			/* A slab holds n ring chunks, one per part. */
 			if (check_mul_overflow(chunk, (u64)n, &slab))
 				slab = count;
 			nslabs = coll_ring_slabs(count, &slab, 2 * (u64)n);
 			gen_allreduce_ring(g, n, count, slab, nslabs);
-		} else if (a->algo == COLL_ALGO_DIRECT) {
+		} else if (!naive) {
 			gen_allreduce_direct(g, n, count);
 		} else {
 			gen_allreduce_naive(g, n, count);
@@ -476,7 +660,7 @@ static int coll_gen_run(const struct coll_sched_args *a, struct coll_gen *g)
 		if (ring) {
 			nslabs = coll_ring_slabs(count, &chunk, n);
 			gen_reduce_ring(g, n, root, count, chunk, nslabs);
-		} else if (a->algo == COLL_ALGO_DIRECT) {
+		} else if (!naive) {
 			gen_reduce_direct(g, n, root, count);
 		} else {
 			gen_reduce_naive(g, n, root, count);
@@ -491,17 +675,23 @@ static int coll_gen_run(const struct coll_sched_args *a, struct coll_gen *g)
 		}
 		return 0;
 	case COLL_ALLGATHER:
-		if (ring) {
+		if (hier) {
+			gen_allgather_hier(g, n, L, count);
+		} else if (ring) {
 			nslabs = coll_ring_slabs(count, &chunk, n);
 			gen_allgather_ring(g, n, count, chunk, nslabs);
-		} else if (a->algo == COLL_ALGO_DIRECT) {
+		} else if (!naive) {
 			gen_allgather_direct(g, n, count);
 		} else {
 			gen_allgather_naive(g, n, count);
 		}
 		return 0;
 	case COLL_BROADCAST:
-		if (ring) {
+		if (hier) {
+			gen_broadcast_hier(g, n, L, root, count);
+		} else if (tree) {
+			gen_broadcast_tree(g, n, root, count);
+		} else if (ring) {
 			nslabs = coll_ring_slabs(count, &chunk, n);
 			gen_broadcast_ring(g, n, root, count, chunk, nslabs);
 		} else {
@@ -529,7 +719,8 @@ static int coll_sched_check(const struct coll_sched_args *a)
 	    a->algo >= COLL_ALGO_MAX || !a->nranks ||
 	    a->nranks > COLL_MAX_RANKS || a->root >= a->nranks ||
 	    !a->chunk || !a->exec_chunk ||
-	    (a->flags & ~COLL_SCHED_F_INPLACE))
+	    (a->flags & ~COLL_SCHED_F_INPLACE) || a->local > a->nranks ||
+	    (a->local && a->nranks % a->local))
 		return -EINVAL;
 	/* Offsets reach count * nranks in the buffers holding n blocks. */
 	if (check_mul_overflow(a->count, (u64)a->nranks, &total))
@@ -643,17 +834,28 @@ size_t coll_sched_bytes(const struct coll_sched *s)
 	       ((size_t)s->nsteps + 1) * sizeof(*s->chunk_first);
 }
 
+static u32 coll_coord_eval(const struct coll_coord *c, u32 n, u32 a, u32 b,
+			   u32 j)
+{
+	u64 v = (u64)c->c0 + (u64)a * c->ca + (u64)b * c->cb + (u64)j * c->cj;
+	u64 h;
+
+	if (!c->grp)
+		return (u32)(v % n);
+	h = (u64)c->h0 + (u64)a * c->ha + (u64)b * c->hb + (u64)j * c->hj;
+	return (u32)((h % (n / c->grp)) * c->grp + v % c->grp);
+}
+
 static void coll_pat_place(const struct coll_sched *s,
 			   const struct coll_pat *p, u32 a, u32 b, u32 j,
 			   u64 split_off, struct coll_place *out)
 {
 	u32 n = s->nranks;
-	u64 r = (u64)p->r0 + (u64)a * p->ra + (u64)b * p->rb + (u64)j * p->rj;
-	u64 k = (u64)p->k0 + (u64)a * p->ka + (u64)b * p->kb + (u64)j * p->kj;
 
-	out->rank = (u32)(r % n);
+	out->rank = coll_coord_eval(&p->rank, n, a, b, j);
 	out->buf = p->buf;
-	out->off = p->off + (k % n) * p->blk + split_off;
+	out->off = p->off + coll_coord_eval(&p->block, n, a, b, j) * p->blk +
+		   split_off;
 }
 
 static u64 coll_step_part(const struct coll_sched *s,

@@ -54,16 +54,31 @@ enum coll_step_kind {
 #define COLL_STEP_F_SPLIT	0x2	/* see struct coll_step.count */
 
 /*
- * A place pattern.  For instance (a, b) and source j (0 for a destination):
- *   rank  = (r0 + a * ra + b * rb + j * rj) mod nranks
- *   block = (k0 + a * ka + b * kb + j * kj) mod nranks
- *   elem  = off + block * blk   (+ the split offset of part a, F_SPLIT)
+ * A coordinate of instance (a, b) and source j (0 for a destination): a
+ * rank, or a block number.  With one level (grp == 0):
+ *   (c0 + a * ca + b * cb + j * cj) mod nranks
+ * With two levels (grp == G, G divides nranks; nranks / G groups of G
+ * consecutive ranks, e.g. the ranks of one host):
+ *   G * ((h0 + a * ha + b * hb + j * hj) mod (nranks / G))
+ *     + ((c0 + a * ca + b * cb + j * cj) mod G)
+ */
+struct coll_coord {
+	u16 grp;
+	u16 c0, ca, cb, cj;
+	u16 h0, ha, hb, hj;
+};
+
+/*
+ * A place pattern.  For instance (a, b) and source j:
+ *   rank  = the rank coordinate
+ *   elem  = off + (the block coordinate) * blk
+ *           (+ the split offset of part a, F_SPLIT)
  */
 struct coll_pat {
 	u16 buf;	/* enum coll_sbuf */
-	u16 r0, ra, rb, rj;
-	u16 k0, ka, kb, kj;
-	u16 __pad[3];
+	u16 __pad;
+	struct coll_coord rank;
+	struct coll_coord block;
 	u64 off;
 	u64 blk;
 };
@@ -96,7 +111,12 @@ struct coll_sched_args {
 	u64 chunk;	/* ring pipelining: elements per ring chunk, >= 1 */
 	u64 exec_chunk;	/* elements the executor claims at a time, >= 1 */
 	u32 flags;	/* COLL_SCHED_F_* */
-	u32 __pad;
+	/*
+	 * Ranks per host, if every host has as many and rank r is on host
+	 * r / local (TREE and HIER use it); 0 or nranks: one host, or no such
+	 * layout.  Other values must divide nranks.
+	 */
+	u32 local;
 };
 
 /*

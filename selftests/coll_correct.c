@@ -104,7 +104,7 @@ static const char *const op_names[COLL_REDOP_MAX] = {
 	"sum", "prod", "min", "max", "avg",
 };
 static const char *const algo_names[COLL_ALGO_MAX] = {
-	"auto", "ring", "direct", "naive",
+	"auto", "ring", "direct", "naive", "tree", "hier",
 };
 
 struct dtinfo {

@@ -41,7 +41,7 @@ struct opts {
 	uint64_t seed;
 	uint64_t sizes[8];
 	int nsizes;
-	int algos[4];
+	int algos[8];
 	int nalgos;
 	unsigned int timeout_ms;
 	int expect;		/* enum coll_transport to the other hosts, or -1 */
@@ -480,6 +480,13 @@ static int make_cases(const struct opts *o, int n, struct casedef *cs)
 
 				if (nc == MAX_CASES)
 					return nc;
+				/* elsewhere TREE and HIER are DIRECT */
+				if ((o->algos[ai] == COLL_ALGO_TREE &&
+				     p != COLL_ALLREDUCE && p != COLL_BROADCAST) ||
+				    (o->algos[ai] == COLL_ALGO_HIER &&
+				     p != COLL_ALLREDUCE && p != COLL_BROADCAST &&
+				     p != COLL_ALLGATHER))
+					continue;
 				d->prim = p;
 				d->algo = o->algos[ai];
 				d->dtype = p == COLL_BARRIER ? COLL_INT8 : dt;
@@ -675,11 +682,9 @@ int main(int argc, char **argv)
 	o->timeout_ms = 60000;
 	o->expect = -1;
 	parse_sizes(o, "0,1,1001,262147");
-	o->nalgos = 4;
-	o->algos[0] = COLL_ALGO_AUTO;
-	o->algos[1] = COLL_ALGO_RING;
-	o->algos[2] = COLL_ALGO_DIRECT;
-	o->algos[3] = COLL_ALGO_NAIVE;
+	o->nalgos = 0;
+	for (k = 0; k < COLL_ALGO_MAX && k < 8; k++)
+		o->algos[o->nalgos++] = k;
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'H': o->nnodes = atoi(optarg); break;
@@ -705,7 +710,7 @@ int main(int argc, char **argv)
 			char *dup = strdup(optarg), *tok, *save = NULL;
 
 			o->nalgos = 0;
-			for (tok = strtok_r(dup, ",", &save); tok && o->nalgos < 4;
+			for (tok = strtok_r(dup, ",", &save); tok && o->nalgos < 8;
 			     tok = strtok_r(NULL, ",", &save))
 				o->algos[o->nalgos++] = coll_algo_from_name(tok);
 			free(dup);

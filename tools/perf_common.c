@@ -681,7 +681,7 @@ static void usage(FILE *f, const struct perf_backend *be)
 		be->features & PERF_F_ALGO ? " [-a ALGO] [-N] [-W DEPTH]" : "");
 	if (be->features & PERF_F_ALGO)
 		fprintf(f,
-			"  -a ALGO   auto ring direct naive                       (default auto)\n");
+			"  -a ALGO   auto ring direct naive tree hier             (default auto)\n");
 	if (be->features & PERF_F_NONBLOCK)
 		fprintf(f,
 			"  -N        non-blocking: i-calls and coll_wait()\n"

@@ -53,6 +53,7 @@ static const char *const prim_names[COLL_PRIM_MAX] = {
 static const char *const algo_names[COLL_ALGO_MAX] = {
 	[COLL_ALGO_AUTO] = "auto", [COLL_ALGO_RING] = "ring",
 	[COLL_ALGO_DIRECT] = "direct", [COLL_ALGO_NAIVE] = "naive",
+	[COLL_ALGO_TREE] = "tree", [COLL_ALGO_HIER] = "hier",
 };
 
 struct alias {

@@ -3,9 +3,12 @@
  * Native unit test of kmod/coll_sched.c: builds schedules and runs them on
  * symbolic values.
  *
- * Every element of rank r's SEND starts as { idx = i, mask = 1 << r }.  A
- * REDUCE requires equal idx and disjoint masks on its inputs and ORs the
- * masks (so a contribution counted twice is caught at once); a COPY copies,
+ * Every element of rank r's SEND starts as { idx = i, mask = id(r), cnt =
+ * 1 }, id(r) = 1 << r up to 64 ranks and a random 64-bit value beyond.  A
+ * REDUCE requires equal idx on its inputs, adds the masks and the counts,
+ * and up to 64 ranks requires disjoint masks (so a contribution counted
+ * twice is caught at once; beyond, the final sum and count catch it); a
+ * COPY copies,
  * a SWAP swaps.  Each rank is in place or not (per the layout the schedule
  * code reports), resolved by mapping the inner buffer into the outer one.
  * The steps of a round run in random order, after a hazard check: no
@@ -15,6 +18,12 @@
  * Division for AVG is tracked: a step with COLL_STEP_F_AVG must produce a
  * complete value from undivided inputs, and every reduced output must have
  * been divided exactly once.
+ *
+ * The hierarchical plans run for every H hosts x L ranks per host up to
+ * 64 x 8, and for them the elements each host reads from each other host
+ * in each round are counted and must match what the plan promises
+ * exactly: no traffic between hosts in the rounds within hosts, and each
+ * part across once per host pair.
  *
  * Usage: sched_test [-f] [-b budget] [-s seed] [-p K/M]
  *   -f: no size budget (the full set: every case of every group)
@@ -33,7 +42,10 @@
 #include <linux/collective.h>
 #include "coll_sched.h"
 
-#define MAXN		64
+#define MAXN		64	/* the groups of every algorithm: 1..MAXN ranks */
+#define MAXH		64	/* the hierarchical groups: hosts ... */
+#define MAXL		8	/* ... times ranks per host */
+#define MAXR		(MAXH * MAXL)
 #define POISON_IDX	0xffffffffu
 #define BIG_CHUNK	(~0ULL)
 
@@ -50,7 +62,8 @@ void coll_sched_free_mem(void *p)
 struct val {
 	u64 mask;
 	u32 idx;
-	u32 avg;
+	u16 avg;
+	u16 cnt;
 };
 
 static struct val *mem;
@@ -81,7 +94,11 @@ struct rk {
 
 struct run {
 	struct coll_sched_args a;
-	struct rk rk[MAXN];
+	struct rk rk[MAXR];
+	u64 id[MAXR];		/* each rank's contribution */
+	u64 full;		/* their sum */
+	u64 *traffic;		/* [round][src host][dst host], or NULL */
+	u32 nhosts;		/* for traffic: rank r on host r / local */
 	struct coll_sched s;
 	char err[512];
 	bool failed;
@@ -104,7 +121,9 @@ static const char * const prim_name[] = {
 	"scatter", "gather", "alltoall", "barrier",
 };
 
-static const char * const algo_name[] = { "auto", "ring", "direct", "naive" };
+static const char * const algo_name[] = {
+	"auto", "ring", "direct", "naive", "tree", "hier",
+};
 
 static bool rooted(u32 prim)
 {
@@ -179,10 +198,21 @@ static u64 expected_slabs(u64 count, u64 per, u64 fams)
 	return ns;
 }
 
+static u32 log2_up(u32 n)
+{
+	u32 k = 0;
+
+	while ((1U << k) < n)
+		k++;
+	return k;
+}
+
 static u32 expected_rounds(const struct coll_sched_args *a)
 {
-	u32 n = a->nranks;
+	u32 n = a->nranks, L = a->local ? a->local : n;
 	u64 c = a->count, per = a->chunk, ns;
+	bool hier = a->algo == COLL_ALGO_HIER && L > 1 && L < n;
+	bool tree = a->algo == COLL_ALGO_TREE;
 
 	if (a->prim == COLL_BARRIER || !c)
 		return 0;
@@ -195,12 +225,23 @@ static u32 expected_rounds(const struct coll_sched_args *a)
 	ns = expected_slabs(c, per, a->prim == COLL_ALLREDUCE ? 2 * (u64)n : n);
 	switch (a->prim) {
 	case COLL_ALLREDUCE:
+		if (hier)
+			return 4;
+		if (tree)
+			return 2 * log2_up(n);
 		return a->algo == COLL_ALGO_RING ? 2 * (n - 1) + ns - 1 : 2;
+	case COLL_BROADCAST:
+		if (hier)
+			return 2;
+		if (tree)
+			return log2_up(n);
+		return a->algo == COLL_ALGO_RING ? n - 1 + ns - 1 : 1;
 	case COLL_REDUCE:
 	case COLL_REDUCESCATTER:
-	case COLL_BROADCAST:
 		return a->algo == COLL_ALGO_RING ? n - 1 + ns - 1 : 1;
 	case COLL_ALLGATHER:
+		if (hier)
+			return 2;
 		if (a->algo == COLL_ALGO_RING)
 			return n - 1 + ns - 1;
 		return a->algo == COLL_ALGO_NAIVE ? 2 : 1;
@@ -324,13 +365,17 @@ static bool check_read(struct run *t, u32 round, u32 id, size_t at, u64 cnt,
 
 static bool combine(struct run *t, struct val *acc, const struct val *v)
 {
-	if (acc->idx != v->idx || (acc->mask & v->mask) || v->avg) {
-		fail(t, "bad reduce input: idx %u/%u mask %llx/%llx avg %u",
-		     acc->idx, v->idx, (unsigned long long)acc->mask,
-		     (unsigned long long)v->mask, v->avg);
+	if (acc->idx != v->idx || v->avg || !v->cnt ||
+	    (t->a.nranks <= 64 && (acc->mask & v->mask)) ||
+	    acc->cnt + v->cnt > t->a.nranks) {
+		fail(t, "bad reduce input: idx %u/%u mask %llx/%llx cnt %u/%u "
+		     "avg %u", acc->idx, v->idx,
+		     (unsigned long long)acc->mask,
+		     (unsigned long long)v->mask, acc->cnt, v->cnt, v->avg);
 		return false;
 	}
-	acc->mask |= v->mask;
+	acc->mask += v->mask;
+	acc->cnt += v->cnt;
 	return true;
 }
 
@@ -400,9 +445,11 @@ static bool exec_piece(struct run *t, struct inst *in, u64 e, u64 cnt,
 			if (!combine(t, &acc, &mem[src[k] + e + i]))
 				return false;
 		if (st->flags & COLL_STEP_F_AVG) {
-			if (acc.mask != full_mask) {
-				fail(t, "F_AVG on a partial value (mask %llx)",
-				     (unsigned long long)acc.mask);
+			if (acc.mask != full_mask ||
+			    acc.cnt != t->a.nranks) {
+				fail(t, "F_AVG on a partial value (mask %llx, "
+				     "%u of %u)", (unsigned long long)acc.mask,
+				     acc.cnt, t->a.nranks);
 				return false;
 			}
 			acc.avg = 1;
@@ -410,6 +457,17 @@ static bool exec_piece(struct run *t, struct inst *in, u64 e, u64 cnt,
 		mem[dst + i] = acc;
 	}
 	return true;
+}
+
+/* Elements read by an instance of round @r on host ... from host ... */
+static void count_traffic(struct run *t, u32 r, u32 src, u32 dst, u64 cnt)
+{
+	u32 H = t->nhosts, L;
+
+	if (!t->traffic)
+		return;
+	L = t->a.nranks / H;
+	t->traffic[((size_t)r * H + src / L) * H + dst / L] += cnt;
 }
 
 /*
@@ -423,7 +481,7 @@ static bool run_round(struct run *t, u32 r, u64 full_mask)
 	u32 f, first = s->round_first[r], last = s->round_first[r + 1];
 	u32 c0 = s->chunk_first[first], c1 = s->chunk_first[last];
 	size_t ninst = 0, nsrcat = 0, i, id;
-	u32 a, b, k, j;
+	u32 a, b, k, j, dst_rank;
 
 	for (f = first; f < last; f++) {
 		const struct coll_step *st = &s->steps[f];
@@ -451,11 +509,14 @@ static bool run_round(struct run *t, u32 r, u64 full_mask)
 				}
 				if (!resolve(t, &p, in->count, &in->dst))
 					return false;
+				dst_rank = p.rank;
 				for (k = 0; k < st->nsrc; k++) {
 					coll_step_src(s, st, a, b, k, &p);
 					if (!resolve(t, &p, in->count,
 						     &srcat[nsrcat + k]))
 						return false;
+					count_traffic(t, r, p.rank, dst_rank,
+						      in->count);
 				}
 				nsrcat += st->nsrc;
 			}
@@ -582,6 +643,16 @@ static bool run_round(struct run *t, u32 r, u64 full_mask)
 	return true;
 }
 
+static u64 full_of(const struct run *t)
+{
+	u64 sum = 0;
+	u32 r;
+
+	for (r = 0; r < t->a.nranks; r++)
+		sum += t->id[r];
+	return sum;
+}
+
 /* Elements off..off+cnt-1 must hold idx idx0.., mask, avg. */
 static bool expect(struct run *t, u32 rank, u32 buf, u64 off, u64 cnt,
 		   u64 idx0, u64 mask, u32 avg)
@@ -594,7 +665,8 @@ static bool expect(struct run *t, u32 rank, u32 buf, u64 off, u64 cnt,
 	if (!resolve(t, &b, cnt, &at))
 		return false;
 	for (i = 0, v = &mem[at]; i < cnt; i++, v++) {
-		if (v->idx == idx0 + i && v->mask == mask && v->avg == avg)
+		if (v->idx == idx0 + i && v->mask == mask && v->avg == avg &&
+		    v->cnt == (mask == t->full ? t->a.nranks : 1))
 			continue;
 		fail(t, "rank %u buf %u elem %llu: got idx %d mask %llx avg %u,"
 		     " want idx %llu mask %llx avg %u", rank, buf,
@@ -610,6 +682,7 @@ static bool expect(struct run *t, u32 rank, u32 buf, u64 off, u64 cnt,
 static bool check_results(struct run *t, u64 full_mask)
 {
 	u32 n = t->a.nranks, root = t->a.root, r, j;
+	const u64 *id = t->id;
 	u64 c = t->a.count;
 	u32 ravg = n > 1 ? 1 : 0;
 	const u32 R = COLL_SBUF_RECV;
@@ -618,7 +691,7 @@ static bool check_results(struct run *t, u64 full_mask)
 		/* Out-of-place inputs must be untouched. */
 		if (!t->rk[r].inplace &&
 		    !expect(t, r, COLL_SBUF_SEND, 0,
-			    t->rk[r].elems[COLL_SBUF_SEND], 0, 1ULL << r, 0))
+			    t->rk[r].elems[COLL_SBUF_SEND], 0, id[r], 0))
 			return false;
 		switch (t->a.prim) {
 		case COLL_ALLREDUCE:
@@ -636,30 +709,77 @@ static bool check_results(struct run *t, u64 full_mask)
 			break;
 		case COLL_ALLGATHER:
 			for (j = 0; j < n; j++)
-				if (!expect(t, r, R, j * c, c, 0, 1ULL << j, 0))
+				if (!expect(t, r, R, j * c, c, 0, id[j], 0))
 					return false;
 			break;
 		case COLL_BROADCAST:
-			if (!expect(t, r, R, 0, c, 0, 1ULL << root, 0))
+			if (!expect(t, r, R, 0, c, 0, id[root], 0))
 				return false;
 			break;
 		case COLL_SCATTER:
-			if (!expect(t, r, R, 0, c, r * c, 1ULL << root, 0))
+			if (!expect(t, r, R, 0, c, r * c, id[root], 0))
 				return false;
 			break;
 		case COLL_GATHER:
 			if (r != root)
 				break;
 			for (j = 0; j < n; j++)
-				if (!expect(t, r, R, j * c, c, 0, 1ULL << j, 0))
+				if (!expect(t, r, R, j * c, c, 0, id[j], 0))
 					return false;
 			break;
 		case COLL_ALLTOALL:
 			for (j = 0; j < n; j++)
 				if (!expect(t, r, R, j * c, c, r * c,
-					    1ULL << j, 0))
+					    id[j], 0))
 					return false;
 			break;
+		}
+	}
+	return true;
+}
+
+/*
+ * What a hierarchical plan reads across hosts, exactly: per round, from
+ * host x into host y (x != y), with |P_q| the size of part q of n.
+ *   AllReduce: round 1 sum of |P_q| over the q of host y; round 2 over
+ *              the q of host x; rounds 0 and 3 nothing.
+ *   AllGather: round 0 L * count; round 1 nothing.
+ *   Broadcast: round 0 count from the root's host to every other, else
+ *              nothing; round 1 nothing.
+ */
+static bool check_traffic(struct run *t)
+{
+	u32 n = t->a.nranks, H = t->nhosts, L = n / H, R = t->s.nrounds;
+	u32 r, x, y, q;
+	u64 c = t->a.count, base = c / n, rem = c % n, want, got;
+	u64 part[MAXH] = { 0 };	/* the parts of each host's ranks */
+
+	for (q = 0; q < n; q++)
+		part[q / L] += base + (q < rem);
+	for (r = 0; r < R; r++)
+	for (x = 0; x < H; x++)
+	for (y = 0; y < H; y++) {
+		if (x == y)
+			continue;
+		want = 0;
+		switch (t->a.prim) {
+		case COLL_ALLREDUCE:
+			want = r == 1 ? part[y] : r == 2 ? part[x] : 0;
+			break;
+		case COLL_ALLGATHER:
+			want = r == 0 ? (u64)L * c : 0;
+			break;
+		case COLL_BROADCAST:
+			want = r == 0 && x == t->a.root / L ? c : 0;
+			break;
+		}
+		got = t->traffic[((size_t)r * H + x) * H + y];
+		if (got != want) {
+			fail(t, "round %u: host %u reads %llu elements from "
+			     "host %u, the plan promises %llu", r, y,
+			     (unsigned long long)got, x,
+			     (unsigned long long)want);
+			return false;
 		}
 	}
 	return true;
@@ -670,13 +790,17 @@ static bool run_one(struct run *t, int mode)
 {
 	struct coll_sched_args *a = &t->a;
 	u32 n = a->nranks, r, b;
-	u64 full_mask = n == 64 ? ~0ULL : (1ULL << n) - 1, i;
+	u64 full_mask, i;
 	size_t total = 0;
 	bool ok = false;
 	int ret;
 
 	t->failed = false;
 	t->err[0] = 0;
+	for (r = 0; r < n; r++)
+		t->id[r] = n <= 64 ? 1ULL << r : rnd() | 1;
+	full_mask = full_of(t);
+	t->full = full_mask;
 	if (a->prim == COLL_ALLTOALL && mode == 1)
 		a->flags |= COLL_SCHED_F_INPLACE;
 	for (r = 0; r < n; r++) {
@@ -723,7 +847,8 @@ static bool run_one(struct run *t, int mode)
 			return false;
 		for (i = 0; i < e; i++)
 			mem[at + i] = (struct val){ .idx = i,
-						    .mask = 1ULL << r };
+						    .mask = t->id[r],
+						    .cnt = 1 };
 	}
 
 	ret = coll_sched_build(a, &t->s);
@@ -733,11 +858,20 @@ static bool run_one(struct run *t, int mode)
 	}
 	if (!check_structure(t))
 		goto out;
+	if (t->nhosts) {
+		t->traffic = calloc((size_t)t->s.nrounds * t->nhosts *
+				    t->nhosts + 1, sizeof(*t->traffic));
+		if (!t->traffic)
+			exit(2);
+	}
 	for (r = 0; r < t->s.nrounds; r++)
 		if (!run_round(t, r, full_mask))
 			goto out;
-	ok = check_results(t, full_mask);
+	ok = check_results(t, full_mask) &&
+	     (!t->traffic || check_traffic(t));
 out:
+	free(t->traffic);
+	t->traffic = NULL;
 	coll_sched_destroy(&t->s);
 	return ok;
 }
@@ -889,6 +1023,150 @@ static void test_group(u32 prim, u32 algo)
 	free(t);
 }
 
+/*
+ * The hierarchical plans (AllReduce, AllGather, Broadcast) for every H
+ * hosts x L ranks per host up to MAXH x MAXL: simulated, and their
+ * traffic between hosts checked (check_traffic()) where the plan is
+ * hierarchical (H, L >= 2; otherwise it is DIRECT's).
+ */
+static void test_hier(u32 prim)
+{
+	static const u64 xchunks[] = { BIG_CHUNK, 7 };
+	struct run *t = calloc(1, sizeof(*t));
+	u64 counts[8], roots[3];
+	int ncounts, nroots, ci, ri, xi, mode;
+	long runs = 0, skipped = 0;
+	u32 H, L, n;
+	bool ok = true;
+
+	if (!t)
+		exit(2);
+	for (H = 1; H <= MAXH && ok; H++)
+	for (L = 1; L <= MAXL && ok; L++) {
+		n = H * L;
+		ncounts = add_unique(counts, 0, 1);
+		ncounts = add_unique(counts, ncounts, 3);
+		ncounts = add_unique(counts, ncounts, n + 1);
+		ncounts = add_unique(counts, ncounts, 2 * n - 1);
+		ncounts = add_unique(counts, ncounts, 1000);
+		nroots = add_unique(roots, 0, 0);
+		if (prim == COLL_BROADCAST) {
+			nroots = add_unique(roots, nroots, n - 1);
+			nroots = add_unique(roots, nroots, (n / 2 + 1) % n);
+		}
+		for (ci = 0; ci < ncounts && ok; ci++)
+		for (ri = 0; ri < nroots && ok; ri++)
+		for (xi = 0; xi < 2 && ok; xi++) {
+			u64 work = (counts[ci] + 16) * n *
+				   (prim == COLL_ALLGATHER ? n : 1) *
+				   (xi ? 3 : 1);
+
+			/*
+			 * Counts 1 and n + 1 (one element for some parts,
+			 * two for one; AllGather: 1 and 3) always; the
+			 * rest within the budget, in the full set too (it
+			 * is 512 shapes of up to 512 ranks).
+			 */
+			bool always = !xi && (ci == 0 ||
+				ci == (prim == COLL_ALLGATHER ? 1 : 2));
+
+			if (!always && work > budget) {
+				skipped++;
+				continue;
+			}
+			for (mode = 0; mode < 3 && ok; mode++) {
+				/* beyond 64 ranks, a random in-place mix */
+				if (n > 64 && mode != 2)
+					continue;
+				memset(&t->a, 0, sizeof(t->a));
+				t->a.prim = prim;
+				t->a.algo = COLL_ALGO_HIER;
+				t->a.nranks = n;
+				t->a.local = L;
+				t->a.root = (u32)roots[ri];
+				t->a.count = counts[ci];
+				t->a.chunk = 1;
+				t->a.exec_chunk = xchunks[xi];
+				t->nhosts = H > 1 && L > 1 ? H : 0;
+				runs++;
+				if (run_one(t, mode))
+					continue;
+				ok = false;
+				printf("# %s/hier %ux%u count=%llu root=%u "
+				       "exec_chunk=%llu inplace-mode=%d: %s\n",
+				       prim_name[prim], H, L,
+				       (unsigned long long)t->a.count,
+				       t->a.root,
+				       (unsigned long long)t->a.exec_chunk,
+				       mode, t->err);
+			}
+		}
+	}
+	t->nhosts = 0;
+	tap(ok, "%s hier, hosts x ranks up to %ux%u, traffic between hosts "
+	    "exact (%ld runs, %ld skipped by size budget)", prim_name[prim],
+	    MAXH, MAXL, runs, skipped);
+	free(t);
+}
+
+/* TREE and HIER run DIRECT's plan for these primitives. */
+static bool same_as_direct(u32 prim, u32 algo)
+{
+	if (algo == COLL_ALGO_TREE)
+		return prim != COLL_ALLREDUCE && prim != COLL_BROADCAST;
+	if (algo == COLL_ALGO_HIER)
+		return prim != COLL_ALLREDUCE && prim != COLL_BROADCAST &&
+		       prim != COLL_ALLGATHER;
+	return false;
+}
+
+/*
+ * Where TREE and HIER are DIRECT (other primitives; HIER on one host, one
+ * rank per host, or ranks not laid out host by host), their plans are
+ * DIRECT's, family for family.
+ */
+static void test_fallbacks(void)
+{
+	static const u32 shapes[][2] = {	/* nranks, local */
+		{ 8, 0 }, { 8, 1 }, { 8, 8 }, { 6, 2 }, { 12, 4 }, { 7, 0 },
+	};
+	u32 prim, algo, i;
+	bool ok = true;
+
+	for (prim = 0; prim < COLL_BARRIER; prim++)
+	for (algo = COLL_ALGO_TREE; algo <= COLL_ALGO_HIER; algo++)
+	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		struct coll_sched_args a = {
+			.prim = prim, .algo = COLL_ALGO_DIRECT,
+			.nranks = shapes[i][0], .local = shapes[i][1],
+			.root = 1, .count = 1001, .chunk = 64,
+			.exec_chunk = 100,
+		};
+		struct coll_sched d, x;
+		u32 L = a.local ? a.local : a.nranks;
+
+		if (!same_as_direct(prim, algo) &&
+		    (algo == COLL_ALGO_TREE || (L > 1 && L < a.nranks)))
+			continue;
+		if (coll_sched_build(&a, &d)) {
+			ok = false;
+			continue;
+		}
+		a.algo = algo;
+		if (coll_sched_build(&a, &x) || x.nsteps != d.nsteps ||
+		    x.nrounds != d.nrounds ||
+		    memcmp(x.steps, d.steps, d.nsteps * sizeof(*d.steps))) {
+			printf("# %s/%s n=%u local=%u: not DIRECT's plan\n",
+			       prim_name[prim], algo_name[algo], a.nranks,
+			       a.local);
+			ok = false;
+		}
+		coll_sched_destroy(&x);
+		coll_sched_destroy(&d);
+	}
+	tap(ok, "tree and hier fall back to direct's plan where they do not apply");
+}
+
 static int build_err(u32 prim, u32 algo, u32 n, u32 root, u64 count,
 		     u64 chunk, u32 flags)
 {
@@ -905,6 +1183,20 @@ static int build_err(u32 prim, u32 algo, u32 n, u32 root, u64 count,
 	if (ret && (s.nrounds || s.nsteps || s.steps || s.round_first ||
 		    s.chunk_first))
 		return 1000;	/* not left empty */
+	if (!ret)
+		coll_sched_destroy(&s);
+	return ret;
+}
+
+static int build_err_local(u32 n, u32 local)
+{
+	struct coll_sched_args a = {
+		.prim = COLL_ALLREDUCE, .algo = COLL_ALGO_HIER, .nranks = n,
+		.count = 10, .chunk = 1, .exec_chunk = 1, .local = local,
+	};
+	struct coll_sched s;
+	int ret = coll_sched_build(&a, &s);
+
 	if (!ret)
 		coll_sched_destroy(&s);
 	return ret;
@@ -935,6 +1227,9 @@ static void test_errors(void)
 				  0));
 	EXPECT(-EINVAL, build_err(COLL_ALLREDUCE, R, 4, 0, 10, 0, 0));
 	EXPECT(-EINVAL, build_err(COLL_ALLREDUCE, D, 4, 0, 10, 1, 0x2));
+	EXPECT(-EINVAL, build_err_local(6, 4));	/* does not divide */
+	EXPECT(-EINVAL, build_err_local(6, 12));	/* more than the ranks */
+	EXPECT(0, build_err_local(6, 3));
 	EXPECT(-EOVERFLOW, build_err(COLL_ALLGATHER, D, 8, 0, 1ULL << 62, 1,
 				     0));
 	EXPECT(-EOVERFLOW, build_err(COLL_ALLTOALL, D, 3, 0, ~0ULL / 2, 1,
@@ -1125,11 +1420,19 @@ int main(int argc, char **argv)
 		test_api();
 		test_errors();
 		test_plan_size();
+		test_fallbacks();
 	}
 	for (prim = 0; prim < COLL_BARRIER; prim++)
 		for (algo = COLL_ALGO_RING; algo < COLL_ALGO_MAX; algo++)
-			if (g++ % nparts == part)
+			if (!same_as_direct(prim, algo) &&
+			    algo != COLL_ALGO_HIER && g++ % nparts == part)
 				test_group(prim, algo);
+	if (g++ % nparts == part)
+		test_hier(COLL_ALLREDUCE);
+	if (g++ % nparts == part)
+		test_hier(COLL_ALLGATHER);
+	if (g++ % nparts == part)
+		test_hier(COLL_BROADCAST);
 	printf("1..%d\n", tap_n);
 	printf("# %d failed\n", tap_failed);
 	return tap_failed ? 1 : 0;

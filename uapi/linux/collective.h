@@ -296,15 +296,21 @@ enum coll_redop {
 };
 
 /*
- * Algorithms.  COLL_ALGO_AUTO lets the module choose (module parameter
- * "algo" forces one).  Primitives with a single sensible schedule (Scatter,
- * Gather, AlltoAll, Barrier) accept every value and run that schedule.
+ * Algorithms.  COLL_ALGO_AUTO lets the module choose by primitive, size
+ * and topology (module parameter "algo" forces one).  Primitives with a
+ * single sensible schedule (Scatter, Gather, AlltoAll, Barrier) accept
+ * every value and run that schedule; TREE and HIER apply to AllReduce and
+ * Broadcast (HIER also to AllGather) and run DIRECT elsewhere, HIER also
+ * where the communicator's ranks are not laid out host by host with as
+ * many on every host.
  */
 enum coll_algo {
 	COLL_ALGO_AUTO = 0,
 	COLL_ALGO_RING,		/* reduce-scatter then all-gather, pipelined */
 	COLL_ALGO_DIRECT,	/* each rank reduces its slice reading all */
 	COLL_ALGO_NAIVE,	/* everything through the root (baseline) */
+	COLL_ALGO_TREE,		/* binomial trees: log2(ranks) rounds each way */
+	COLL_ALGO_HIER,		/* within each host, across hosts, within again */
 	COLL_ALGO_MAX,
 };
 
