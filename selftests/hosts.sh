@@ -15,6 +15,9 @@
 # Prints TAP: one line per case and transport and config, ok only if every
 # guest said ok for it; then a line per guest for rmmod and the kernel log.
 # Env: HOSTS_SIZES (coll_hosts --sizes), HOSTS_TIMEOUT (per boot, s),
+# HOSTS_KO (the module the guests load; check-debug.sh gives the debug
+# kernel's, with KERNEL/KVER/COLL_MODDIR), HOSTS_SPLATS (an extended regex
+# of kernel reports that fail a guest's kernel log besides the usual ones),
 # COLL_GUEST_LOCK.
 set -uo pipefail
 
@@ -26,7 +29,7 @@ guest_main() {
 	# shellcheck source=rig/guest-lib.sh
 	. "$COLL_GUEST_LIB"
 	local bin=${COLL_BUILD:-$root/build}/selftests/coll_hosts
-	local ko=$root/kmod/collective.ko local=$HOSTS_LOCAL rc=0 t
+	local ko=${HOSTS_KO:-$root/kmod/collective.ko} local=$HOSTS_LOCAL rc=0 t
 	local first=${GUEST_IPS%% *} out
 
 	echo "# guest $GUEST_INDEX of $GUEST_COUNT ($GUEST_IP), $local local ranks"
@@ -43,7 +46,11 @@ guest_main() {
 		coll_barrier 300 || { echo "# barrier after $t failed"; rc=1; }
 	done
 	if rmmod collective; then echo "@@ ok rmmod"; else echo "@@ not ok rmmod"; rc=1; fi
-	if coll_dmesg_splats >/dev/null; then
+	if [ -n "${HOSTS_SPLATS:-}" ] && dmesg | grep -qE "$HOSTS_SPLATS"; then
+		dmesg | grep -E -A12 "$HOSTS_SPLATS" | head -n 60 | sed 's/^/# dmesg| /'
+		echo "@@ not ok kernel log"
+		rc=1
+	elif coll_dmesg_splats >/dev/null; then
 		coll_dmesg_splats | head -n 40 | sed 's/^/# dmesg| /'
 		echo "@@ not ok kernel log"
 		rc=1
@@ -60,6 +67,7 @@ if [ "${1:-}" = --guest ]; then
 fi
 
 configs=("$@")
+# shellcheck disable=SC2054 # a config names its transports with commas
 [ ${#configs[@]} -gt 0 ] || configs=(2x1:tcp,auto 2x2:tcp,rdma 3x1:auto 3x2:tcp,auto)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hosts.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -84,6 +92,8 @@ for cfg in "${configs[@]}"; do
 		--env "HOSTS_ID=$id" --env "HOSTS_LOCAL=$local" \
 		--env "HOSTS_TRANSPORTS=$transports" \
 		${HOSTS_SIZES:+--env "HOSTS_SIZES=$HOSTS_SIZES"} \
+		${HOSTS_KO:+--env "HOSTS_KO=$HOSTS_KO"} \
+		${HOSTS_SPLATS:+--env "HOSTS_SPLATS=$HOSTS_SPLATS"} \
 		-- "$here/hosts.sh" --guest >"$tmp/out" 2>"$tmp/err" || vrc=$?
 	# Per guest: its lines between "===== guest i" headers.
 	awk -v dir="$tmp" '/^===== guest [0-9]+ /{ g = $3; next } g != "" { print > (dir "/g" g) }' "$tmp/out"

@@ -23,6 +23,10 @@
 # COLL_CORRECT_BIG (default 0: no 64 MiB part), COLL_DEBUG_TESTS
 # (pass 1 programs, default "coll_abi coll_correct coll_kill"),
 # COLL_DEBUG_PASS2=0 skips pass 2, COLL_DEBUG_PASS2_ARGS, SMP (2), MEM (2G).
+# Then selftests/hosts.sh under the same kernel and module (2 guests x 2
+# ranks over RDMA and TCP, 3 guests x 1 over RDMA, small sizes), every guest's
+# dmesg checked against the same reports: COLL_DEBUG_HOSTS=0 skips it,
+# COLL_DEBUG_HOSTS_CONFIGS, COLL_DEBUG_HOSTS_SIZES, COLL_DEBUG_HOSTS_TIMEOUT.
 set -uo pipefail
 
 SPLAT_PAT='BUG:|WARNING:|Oops|Call Trace|general protection|KASAN|UBSAN|kernel BUG|refcount_t:|list_(add|del) corruption|possible circular locking|possible recursive locking|inconsistent lock state|lock held when returning|suspicious RCU usage|sleeping function called|scheduling while atomic|ODEBUG|blocked for more than|soft lockup|hard LOCKUP|RCU stall|Unable to handle|kmemleak: .*(not|failed)'
@@ -159,5 +163,20 @@ KERNEL=$KERNEL KVER=$KVER COLL_MODDIR=$MODDIR "$RIG_DIR/vm.sh" "${verbose[@]}" \
 	--env COLL_TIMEOUT="${COLL_TIMEOUT:-2400}" \
 	-- bash "$RIG_DIR/check-debug.sh" --guest
 rc=$?
+exec 8>&-			# hosts.sh takes the lock for each of its boots
+rig_msg "one guest: rc=$rc after $((SECONDS - t0)) s"
+
+# Across hosts under the same kernel: ranks on 2 and 3 guests over RDMA and
+# TCP (the links, grants, aborts and teardown under KASAN and lockdep).
+if [ "${COLL_DEBUG_HOSTS:-1}" = 1 ]; then
+	t1=$SECONDS
+	# shellcheck disable=SC2086 # the configurations split on purpose
+	KERNEL=$KERNEL KVER=$KVER COLL_MODDIR=$MODDIR HOSTS_KO=$MODULE \
+		HOSTS_SIZES=${COLL_DEBUG_HOSTS_SIZES:-0,1,1001,65537} \
+		HOSTS_SPLATS="$SPLAT_PAT" HOSTS_TIMEOUT=${COLL_DEBUG_HOSTS_TIMEOUT:-1800} \
+		"$root/selftests/hosts.sh" ${COLL_DEBUG_HOSTS_CONFIGS:-2x2:rdma,tcp 3x1:rdma} ||
+		rc=1
+	rig_msg "across hosts: done after $((SECONDS - t1)) s"
+fi
 rig_msg "rc=$rc after $((SECONDS - t0)) s"
 exit $rc

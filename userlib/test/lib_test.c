@@ -68,7 +68,10 @@ static void test_names(void)
 	CHECK_EQ(coll_dtype_from_name(""), -EINVAL);
 	CHECK_EQ(coll_dtype_from_name(NULL), -EINVAL);
 	CHECK_EQ(coll_redop_from_name("mean"), -EINVAL);
-	CHECK_EQ(coll_algo_from_name("tree"), -EINVAL);
+	CHECK_EQ(coll_algo_from_name("tree"), COLL_ALGO_TREE);
+	CHECK_EQ(coll_algo_from_name("hier"), COLL_ALGO_HIER);
+	CHECK_EQ(coll_algo_from_name("butterfly"), -EINVAL);
+	CHECK(!strcmp(coll_algo_name(COLL_ALGO_HIER), "hier"));
 
 	CHECK_EQ(coll_dtype_size(COLL_INT8), 1);
 	CHECK_EQ(coll_dtype_size(COLL_FP16), 2);
