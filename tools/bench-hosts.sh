@@ -28,6 +28,10 @@
 #   BENCH_BW_BYTES    bytes each ib_write_bw size moves (4M; 10..1000 iterations)
 #   BENCH_INSMOD_ARGS module parameters (peer_timeout_ms=30000: see README.md)
 #   BENCH_TIMEOUT     seconds for the whole boot (1500)
+#   BENCH_LOSSLESS    1: the guests' switch over unix sockets (vms.sh
+#                     --lossless), which queues rather than drops a frame
+#                     while a guest is busy; 0: the UDP one, whose losses
+#                     cost rxe a 0.5 s retransmission each (1)
 #   BENCH_OUT         raw outputs (build/bench-hosts), shared with the guests
 # Exit status: 0 when every coll_perf run succeeded with 0 wrong elements
 # and the guests' kernel logs are clean.
@@ -43,7 +47,7 @@ root=$(cd "$here/.." && pwd -P)
 : "${BENCH_TRANSPORTS:=rdma tcp}" "${BENCH_PRIMS:=all}"
 : "${BENCH_ARGS:=-b 8 -e 2M -f 8 -n 5 -w 1}" "${BENCH_MPI:=1}" "${BENCH_BW:=1}"
 : "${BENCH_BW_BYTES:=4194304}" "${BENCH_INSMOD_ARGS=peer_timeout_ms=30000}"
-: "${BENCH_TIMEOUT:=1500}" "${BENCH_OUT:=$root/build/bench-hosts}"
+: "${BENCH_TIMEOUT:=1500}" "${BENCH_OUT:=$root/build/bench-hosts}" "${BENCH_LOSSLESS:=1}"
 RDV_PORT=29500
 # the primitive names coll_perf prints, in its order (enum coll_prim)
 ALL_PRIMS="allreduce broadcast reduce allgather reducescatter alltoall scatter gather barrier"
@@ -366,8 +370,11 @@ rc=0
 	echo "# host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(uname -r)"
 	echo "# host load average before the boot: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$tmp/host"
+lossless=()
+[ "$BENCH_LOSSLESS" = 1 ] && lossless=(--lossless)
 flock "$lock" "$root/selftests/rig/vms.sh" -n "$BENCH_GUESTS" --smp "$BENCH_SMP" --mem "$BENCH_MEM" \
 	--rexec --name bench-hosts --timeout "$BENCH_TIMEOUT" --grace 120 "${envs[@]}" \
+	"${lossless[@]}" \
 	-- "$here/bench-hosts.sh" --guest >"$tmp/out" 2>"$tmp/err" || rc=$?
 # Guest 0's output is the report; the others' only when they have something to say.
 echo "# host load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$tmp/host"
