@@ -147,8 +147,6 @@ static int coll_comm_set_hosts(struct coll_comm *comm,
 	ret = coll_auth_init(&comm->auth, comm->id);
 	if (!ret)
 		ret = coll_hosts_layout(hosts, &comm->auth);
-	if (!ret && nh > 1)
-		ret = coll_net_listen(comm->net);
 	return ret;
 }
 
@@ -525,6 +523,18 @@ int coll_comm_join(struct coll_file *cf, struct coll_ucmd *ucmd)
 		ret = coll_hosts_from_user(arg, &hosts);
 		if (ret)
 			return ret;
+		/*
+		 * Peers will connect to this namespace's listener.  Set up
+		 * before coll_comms_lock: rdma_cm calls coll_rdma_request()
+		 * with its handler mutex held, and that takes coll_comms_lock.
+		 */
+		if (hosts->nhosts > 1) {
+			ret = coll_net_listen(current->nsproxy->net_ns);
+			if (ret) {
+				coll_hosts_free(hosts);
+				return ret;
+			}
+		}
 	}
 
 	m = coll_kvzalloc(sizeof(*m));

@@ -98,7 +98,11 @@ static int coll_net_rdma_event(struct rdma_cm_id *cm, struct rdma_cm_event *ev)
 	return 0;
 }
 
-/* Locks: cn->lock.  An rdma_cm listener, if this kernel and net allow. */
+/*
+ * Locks: cn->lock.  An rdma_cm listener, if this kernel and net allow.
+ * Never under coll_comms_lock (see coll_comm_init()): a failed one is
+ * destroyed here, which takes rdma_cm's handler mutex.
+ */
 static void coll_net_rdma_listen(struct coll_net *cn, u16 port)
 {
 	struct sockaddr_in6 sin6 = {
@@ -122,11 +126,20 @@ static void coll_net_rdma_listen(struct coll_net *cn, u16 port)
 
 static void coll_net_stop(struct coll_net *cn)
 {
+	struct rdma_cm_id *rcm;
+
+	/*
+	 * The rdma_cm listener goes outside cn->lock: its destruction waits
+	 * for its handler (coll_rdma_request()), which takes locks of ours.
+	 */
 	mutex_lock(&cn->lock);
-	if (cn->rcm) {
-		rdma_destroy_id(cn->rcm);
-		cn->rcm = NULL;
-	}
+	rcm = cn->rcm;
+	cn->rcm = NULL;
+	mutex_unlock(&cn->lock);
+	if (rcm)
+		rdma_destroy_id(rcm);
+
+	mutex_lock(&cn->lock);
 	if (cn->sock) {
 		kernel_sock_shutdown(cn->sock, SHUT_RDWR);
 		kthread_stop(cn->thread);

@@ -76,8 +76,8 @@ coll_rxe_up() {
 	if [ -z "$ib" ]; then
 		case $nd in lo) ib=rxelo ;; eth0) ib=rxe0 ;; *) ib=rxe_$nd ;; esac
 	fi
-	modprobe rdma_rxe || { coll_log "modprobe rdma_rxe failed"; return 1; }
-	if ! modprobe ib_uverbs || ! modprobe rdma_ucm; then
+	coll_modprobe rdma_rxe || { coll_log "modprobe rdma_rxe failed"; return 1; }
+	if ! coll_modprobe ib_uverbs || ! coll_modprobe rdma_ucm; then
 		coll_log "modprobe ib_uverbs/rdma_ucm failed"
 		return 1
 	fi
@@ -94,6 +94,13 @@ coll_rxe_up() {
 	return 1
 }
 
+# coll_modprobe MOD: modprobe MOD unless it is there already.  A kernel
+# without /lib/modules in the guest (the debug kernel, which builds rxe,
+# ib_core, ib_uverbs and rdma_cm in) has what it has built in.
+coll_modprobe() {
+	[ -d "/sys/module/$1" ] || [ ! -d "/lib/modules/$(uname -r)" ] || modprobe "$1"
+}
+
 # coll_insmod KO [PARAMS...]: modprobe KO's dependencies (modinfo depends=), then insmod it.
 coll_insmod() {
 	local ko=$1 deps d
@@ -101,7 +108,7 @@ coll_insmod() {
 	[ -f "$ko" ] || { coll_log "no module file $ko"; return 1; }
 	deps=$(modinfo -F depends "$ko" 2>/dev/null || true)
 	for d in ${deps//,/ }; do
-		modprobe "$d" || { coll_log "modprobe $d (needed by $ko) failed"; return 1; }
+		coll_modprobe "$d" || { coll_log "modprobe $d (needed by $ko) failed"; return 1; }
 	done
 	insmod "$ko" "$@" || { coll_log "insmod $ko failed"; return 1; }
 }
