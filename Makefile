@@ -95,7 +95,7 @@ $(CHECKPATCH): $(BUILD)/.deps-ok
 
 lint: $(CHECKPATCH)
 	@kdir=/lib/modules/$$(ls /lib/modules | grep '^6\.1\.' | sort -V | tail -1)/build; \
-	out=$$( { $(MAKE) -C $$kdir M=$(CURDIR) clean >/dev/null; \
+	out=$$( { rm -f kmod/*.o kmod/.*.o.cmd; \
 		$(MAKE) -C $$kdir M=$(CURDIR) W=1 C=1 modules; } 2>&1 | \
 		grep -E 'warning|error|: note:' | grep -v 'Skipping BTF' ); \
 	if [ -n "$$out" ]; then echo "$$out"; echo "lint: W=1/C=1 not clean"; exit 1; fi; \
