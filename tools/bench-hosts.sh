@@ -196,7 +196,7 @@ guest_driver() {
 	mkdir -p "$BENCH_OUT" && rm -f "$BENCH_OUT"/*.txt "$BENCH_OUT"/*.g[0-9]* "$BENCH_OUT"/*.err
 	{
 		echo "# collective.ko across $GUEST_COUNT qemu guests (TCG, $(nproc) vCPU each, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)), kernel $(uname -r)"
-		echo "# link: rxe0 (soft-RoCE) on virtio-net, MTU $(cat /sys/class/net/eth0/mtu), udp-hub on the host's loopback"
+		echo "# link: rxe0 (soft-RoCE) on virtio-net, MTU $(cat /sys/class/net/eth0/mtu), udp-hub on the host ($([ "${BENCH_LOSSLESS:-0}" = 1 ] && echo "unix sockets, lossless" || echo UDP))"
 		echo "# module: ${BENCH_INSMOD_ARGS:-defaults}; options: -p $BENCH_PRIMS $BENCH_ARGS (float sum)"
 	} | tee "$BENCH_OUT/conditions.txt"
 
@@ -357,7 +357,7 @@ mkdir -p "$BENCH_OUT"
 lock=${COLL_GUEST_LOCK:-/tmp/coll-guest.lock}
 envs=()
 for v in BENCH_LOCAL BENCH_TRANSPORTS BENCH_PRIMS BENCH_ARGS BENCH_MPI BENCH_BW BENCH_BW_BYTES \
-	BENCH_INSMOD_ARGS BENCH_TIMEOUT BENCH_OUT; do
+	BENCH_INSMOD_ARGS BENCH_TIMEOUT BENCH_OUT BENCH_LOSSLESS; do
 	envs+=(--env "$v=${!v}")
 done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-hosts.XXXXXX")
