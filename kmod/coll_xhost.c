@@ -790,14 +790,14 @@ static int coll_xhost_abort(struct coll_task *task, u32 host,
 	return 0;
 }
 
-/**
- * coll_xhost_on_ready() - a peer's READY arrived
- * @l: the link it came on
- * @m: the frame; consumed
- *
- * Return: 0 or -EPROTO.
+/*
+ * A frame for collective @m->hdr.seq: hand it to @handle with the task, or
+ * keep it for the next collective if that one does not exist yet.
+ * Consumes @m.  Return: 0 or -EPROTO.
  */
-int coll_xhost_on_ready(struct coll_link *l, struct coll_msg *m)
+static int coll_xhost_route(struct coll_link *l, struct coll_msg *m,
+			    int (*handle)(struct coll_task *task, u32 host,
+					  struct coll_msg *m))
 {
 	struct coll_comm *comm = l->comm;
 	struct coll_task *task;
@@ -813,9 +813,21 @@ int coll_xhost_on_ready(struct coll_link *l, struct coll_msg *m)
 		return err;
 	}
 	spin_unlock(&comm->lock);
-	err = coll_xhost_ready(task, l->host, m);
+	err = handle(task, l->host, m);
 	coll_task_put(task);
 	return err;
+}
+
+/**
+ * coll_xhost_on_ready() - a peer's READY arrived
+ * @l: the link it came on
+ * @m: the frame; consumed
+ *
+ * Return: 0 or -EPROTO.
+ */
+int coll_xhost_on_ready(struct coll_link *l, struct coll_msg *m)
+{
+	return coll_xhost_route(l, m, coll_xhost_ready);
 }
 
 /**
@@ -827,29 +839,13 @@ int coll_xhost_on_ready(struct coll_link *l, struct coll_msg *m)
  */
 int coll_xhost_on_abort(struct coll_link *l, struct coll_msg *m)
 {
-	struct coll_comm *comm = l->comm;
-	struct coll_task *task;
-	int err;
-
 	/* checked before it is kept for a collective not there yet */
 	if (m->len || m->hdr.round ||
 	    !coll_link_errno_ok(le64_to_cpu(m->hdr.arg))) {
 		coll_msg_free(m);
 		return -EPROTO;
 	}
-	spin_lock(&comm->lock);
-	task = coll_xhost_task(comm, le64_to_cpu(m->hdr.seq));
-	if (!task) {
-		err = coll_xhost_stash(comm, l->host, m);
-		spin_unlock(&comm->lock);
-		if (err)
-			coll_msg_free(m);
-		return err;
-	}
-	spin_unlock(&comm->lock);
-	err = coll_xhost_abort(task, l->host, m);
-	coll_task_put(task);
-	return err;
+	return coll_xhost_route(l, m, coll_xhost_abort);
 }
 
 /**
