@@ -207,43 +207,66 @@ static void coll_comm_unlist(struct coll_comm *comm)
 	coll_comm_put(comm);
 }
 
-/**
- * coll_comm_kill() - the communicator is dead for everyone
- * @comm: a communicator the caller holds a reference on
- * @err: negative errno for its in-flight collectives
+/* No host spared: coll_comm_end() fails every collective. */
+#define COLL_NO_HOST	U32_MAX
+
+/*
+ * Take @comm out of the registry (its id may be used again), mark it dead
+ * so that every later submission fails with ECONNRESET, and fail its
+ * collectives in flight with @err, but those that have heard the last of
+ * peer host @spare (coll_xhost_heard_last()).  Its links close now, or
+ * once the last collective spared has ended (coll_comm_drained()).
  *
- * Takes it out of the registry (its id may be used again), marks it dead so
- * that every later submission fails with ECONNRESET, and fails every
- * collective in flight.
- *
- * Locks: takes coll_comms_lock, then comm->lock; the caller holds neither
- * and no task lock.  May sleep.
+ * Locks: takes coll_comms_lock, then comm->lock and task locks; the caller
+ * holds none of them.  May sleep.
  */
-void coll_comm_kill(struct coll_comm *comm, int err)
+static void coll_comm_end(struct coll_comm *comm, int err, u32 spare)
 {
 	struct coll_task *task, *tmp;
 	LIST_HEAD(doomed);
+	u32 spared = 0;
 
 	mutex_lock(&coll_comms_lock);
 	if (comm->state == COLL_COMM_READY ||
 	    comm->state == COLL_COMM_CONNECTING)
 		coll_comm_unlist(comm);
 	mutex_unlock(&coll_comms_lock);
-	coll_links_shutdown_async(comm);
 
 	spin_lock(&comm->lock);
 	comm->dead = true;
 	list_for_each_entry(task, &comm->tasks, node) {
+		if (spare != COLL_NO_HOST &&
+		    coll_xhost_heard_last(task, spare)) {
+			spared++;
+			continue;
+		}
 		coll_task_get(task);
 		list_add_tail(&task->abort_node, &doomed);
 	}
 	spin_unlock(&comm->lock);
+	if (!spared)
+		coll_links_shutdown_async(comm);
 
 	list_for_each_entry_safe(task, tmp, &doomed, abort_node) {
 		list_del(&task->abort_node);
 		coll_run_abort(task, err);
 		coll_task_put(task);
 	}
+}
+
+/**
+ * coll_comm_kill() - the communicator is dead for everyone
+ * @comm: a communicator the caller holds a reference on
+ * @err: negative errno for its in-flight collectives
+ *
+ * Every later submission fails with ECONNRESET, every collective in
+ * flight with @err; the links close.
+ *
+ * Locks: as coll_comm_end().  May sleep.
+ */
+void coll_comm_kill(struct coll_comm *comm, int err)
+{
+	coll_comm_end(comm, err, COLL_NO_HOST);
 }
 
 /**
@@ -260,38 +283,11 @@ void coll_comm_kill(struct coll_comm *comm, int err)
  * once the last survivor has ended (coll_comm_drained()), or when one of
  * them fails.
  *
- * Locks: takes coll_comms_lock, then comm->lock and task locks.  May sleep.
+ * Locks: as coll_comm_end().  May sleep.
  */
 void coll_comm_peer_left(struct coll_comm *comm, u32 host)
 {
-	struct coll_task *task, *tmp;
-	LIST_HEAD(doomed);
-	u32 spared = 0;
-
-	mutex_lock(&coll_comms_lock);
-	if (comm->state == COLL_COMM_READY)
-		coll_comm_unlist(comm);
-	mutex_unlock(&coll_comms_lock);
-
-	spin_lock(&comm->lock);
-	comm->dead = true;
-	list_for_each_entry(task, &comm->tasks, node) {
-		if (coll_xhost_heard_last(task, host)) {
-			spared++;
-			continue;
-		}
-		coll_task_get(task);
-		list_add_tail(&task->abort_node, &doomed);
-	}
-	spin_unlock(&comm->lock);
-	if (!spared)
-		coll_links_shutdown_async(comm);
-
-	list_for_each_entry_safe(task, tmp, &doomed, abort_node) {
-		list_del(&task->abort_node);
-		coll_run_abort(task, -ECONNRESET);
-		coll_task_put(task);
-	}
+	coll_comm_end(comm, -ECONNRESET, host);
 }
 
 /**
