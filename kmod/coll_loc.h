@@ -70,6 +70,8 @@ struct coll_stats {
 	atomic64_t reqs;
 	atomic64_t kbytes;
 	atomic64_t plans;
+	atomic64_t mr_allocs;		/* FRWR regions allocated */
+	atomic64_t mr_reuses;		/* taken from a device's pool */
 };
 
 /* coll_main.c */
@@ -78,6 +80,7 @@ extern struct workqueue_struct *coll_wq;
 extern unsigned int coll_join_timeout_ms;
 extern unsigned int coll_default_algo;
 extern unsigned int coll_ring_chunk_bytes;
+extern unsigned int coll_mr_pool;
 extern unsigned int coll_exec_chunk_bytes;
 extern unsigned int coll_solo_bytes;
 extern unsigned int coll_spin_ns;
@@ -493,6 +496,8 @@ void coll_net_exit(void);
 int coll_net_listen(struct net *net);
 
 /* coll_ib.c: RDMA devices */
+
+#define COLL_IB_MR_PAGES	512	/* pages per memory region, at most */
 struct ib_device;
 struct ib_pd;
 
@@ -502,8 +507,11 @@ struct coll_ibdev {
 	struct ib_device *ib;
 	struct ib_pd *pd;
 	bool removing;			/* coll_ibdevs_lock */
-	spinlock_t lock;		/* links */
+	spinlock_t lock;		/* links, mrs, nmrs */
 	struct list_head links;		/* struct coll_rdma.dev_node */
+	struct list_head mrs;		/* invalidated regions (qp_entry) */
+	unsigned int nmrs;
+	u32 mr_pages;			/* pages one region maps, at most */
 	struct completion released;	/* the last reference is gone */
 };
 
@@ -514,6 +522,9 @@ void coll_ibdev_put(struct coll_ibdev *d);
 void coll_ibdev_add_link(struct coll_ibdev *d, struct list_head *node);
 void coll_ibdev_del_link(struct coll_ibdev *d, struct list_head *node);
 u32 coll_ib_count(void);
+struct ib_mr *coll_ibdev_mr_get(struct coll_ibdev *d);
+void coll_ibdev_mr_put(struct coll_ibdev *d, struct ib_mr *mr,
+		       bool invalidated);
 
 /* coll_xport_rdma.c: the RDMA transport */
 struct rdma_cm_id;

@@ -80,6 +80,11 @@ module_param_named(hier_bytes, coll_hier_bytes, uint, 0644);
 MODULE_PARM_DESC(hier_bytes,
 		 "Across hosts laid out host by host, automatic choice: AllReduce, AllGather and Broadcast whose result buffer holds this many bytes or more run HIER, smaller ones DIRECT (the same on every host)");
 
+unsigned int coll_mr_pool = 64;
+module_param_named(mr_pool, coll_mr_pool, uint, 0644);
+MODULE_PARM_DESC(mr_pool,
+		 "Invalidated fast-registration memory regions kept per RDMA device for the next grants (0: allocate one for every grant)");
+
 unsigned int coll_plan_cache_size = 16;
 module_param_named(plan_cache, coll_plan_cache_size, uint, 0644);
 MODULE_PARM_DESC(plan_cache,
@@ -156,6 +161,8 @@ static int coll_ioctl_info(struct coll_file *cf, struct coll_ucmd *ucmd)
 	arg->out_max_comms = READ_ONCE(coll_max_comms);
 	arg->out_port = READ_ONCE(coll_port);
 	arg->out_rdma_devs = coll_ib_count();
+	arg->out_mr_allocs = atomic64_read(&coll_stats.mr_allocs);
+	arg->out_mr_reuses = atomic64_read(&coll_stats.mr_reuses);
 	/* Nothing else happens: write it all back, as much as the caller has. */
 	if (copy_to_user(ucmd->ubuf, arg,
 			 min_t(u32, ucmd->usize, sizeof(*arg))))

@@ -17,8 +17,10 @@
  * buffers with fast-registration memory regions (FRWR, rkeys sent with
  * READY(0)), and the peers RDMA READ what they need.  The grant lasts the
  * collective: when it ends (every peer has said it is done reading), the
- * regions are invalidated (LOCAL_INV) and deregistered before the pages
- * are unpinned, so no stale key can reach them.
+ * regions are invalidated (LOCAL_INV) before the pages are unpinned, so no
+ * stale key can reach them, and go back to the device's pool (coll_ib.c)
+ * for the next grants; a region whose link died before it could be
+ * invalidated is deregistered instead.
  *
  * The connection proves knowledge of the id as the TCP one does
  * (coll_wire.h): HELLO in the connect request's private data, REPLY in the
@@ -47,7 +49,6 @@
 #define COLL_RDMA_MSG		SZ_64K	/* a frame, header included */
 #define COLL_RDMA_SQ		256	/* send queue: sends, reads, REG, INV */
 #define COLL_RDMA_CM_MS		3000	/* address and route resolution */
-#define COLL_RDMA_MR_PAGES	512	/* pages per memory region, at most */
 #define COLL_RDMA_MAX_UNPROVEN	16	/* accepted links without a PROOF yet */
 
 /*
@@ -675,14 +676,16 @@ static int coll_rdma_post_wait(struct coll_rdma *r, struct ib_send_wr *wr)
 	return w.status;
 }
 
-static void coll_rdma_mr_free(struct coll_rdma *r, struct coll_rdma_mr *m)
+/* @invalidated: no key of the region is valid (back to the pool). */
+static void coll_rdma_mr_free(struct coll_rdma *r, struct coll_rdma_mr *m,
+			      bool invalidated)
 {
 	if (m->nents)
 		ib_dma_unmap_sg(coll_rdma_ib(r), m->sgt.sgl, m->sgt.orig_nents,
 				DMA_BIDIRECTIONAL);
 	sg_free_table(&m->sgt);
 	if (m->mr)
-		ib_dereg_mr(m->mr);
+		coll_ibdev_mr_put(r->dev, m->mr, invalidated);
 }
 
 /*
@@ -720,7 +723,7 @@ static int coll_rdma_mr_reg(struct coll_rdma *r, struct coll_obuf *ob,
 	m->nents = ib_dma_map_sg(ib, m->sgt.sgl, n, DMA_BIDIRECTIONAL);
 	if (!m->nents)
 		return -ENOMEM;
-	m->mr = ib_alloc_mr(r->dev->pd, IB_MR_TYPE_MEM_REG, m->nents);
+	m->mr = coll_ibdev_mr_get(r->dev);
 	if (IS_ERR(m->mr)) {
 		err = PTR_ERR(m->mr);
 		m->mr = NULL;
@@ -744,8 +747,7 @@ static int coll_rdma_grant(struct coll_link *l, struct coll_obuf *ob, u64 pos,
 			   u32 *nexp, void **cookie)
 {
 	struct coll_rdma *r = coll_rdma_of(l);
-	u32 per = min_t(u32, COLL_RDMA_MR_PAGES,
-			coll_rdma_ib(r)->attrs.max_fast_reg_page_list_len);
+	u32 per = r->dev->mr_pages;
 	u64 at = ob->first_off + pos;	/* byte 0's place in the obuf's pages */
 	unsigned long p0 = at >> PAGE_SHIFT;
 	unsigned long np = DIV_ROUND_UP(at + len, PAGE_SIZE) - p0, p;
@@ -775,8 +777,9 @@ static int coll_rdma_grant(struct coll_link *l, struct coll_obuf *ob, u64 pos,
 		m->addr = m->mr ? m->mr->iova : 0;
 	}
 	if (err) {
+		/* registered regions keep valid keys: deregistered */
 		for (k = 0; k < g->nmr; k++)
-			coll_rdma_mr_free(r, &g->mr[k]);
+			coll_rdma_mr_free(r, &g->mr[k], false);
 		kfree(g);
 		return err;
 	}
@@ -805,11 +808,15 @@ static void coll_rdma_revoke(void *cookie)
 			.opcode = IB_WR_LOCAL_INV,
 			.ex.invalidate_rkey = g->mr[k].mr->rkey,
 		};
+		bool inv = false;
 
-		/* a dead QP reaches nothing: deregistering is enough */
+		/*
+		 * A dead QP reaches nothing, but the key stays valid in the
+		 * domain until the region is deregistered.
+		 */
 		if (!READ_ONCE(r->link.dead))
-			coll_rdma_post_wait(r, &wr);
-		coll_rdma_mr_free(r, &g->mr[k]);
+			inv = !coll_rdma_post_wait(r, &wr);
+		coll_rdma_mr_free(r, &g->mr[k], inv);
 	}
 	coll_link_put(&r->link);
 	kfree(g);

@@ -59,7 +59,13 @@ struct shm {
 	char names[MAX_CASES][96];
 	char topo[MAX_LOCAL][256];
 	char topo_bad[MAX_LOCAL][96];	/* what COLL_COMM_QUERY got wrong */
+	char pool[MAX_LOCAL][128];	/* the MR pool case: "" if it passed */
 };
+
+#define POOL_WARM	6
+#define POOL_CALLS	12
+#define POOL_COUNT	(1 << 18)	/* int32: 1 MiB, read zero-copy */
+
 
 static const int dtypes[] = {
 	COLL_INT32, COLL_FP32, COLL_INT8, COLL_UINT8, COLL_UINT32,
@@ -573,6 +579,63 @@ static void check_topology(const struct opts *o, int rank, int r,
 	}
 }
 
+/*
+ * Over RDMA, grants for zero-copy reads take their memory regions from the
+ * device's pool: after a warm-up, a loop of large AllReduces that reuses
+ * its buffers allocates (almost) no region and reuses many (COLL_INFO,
+ * module-wide: the other local ranks' grants count too, all in the same
+ * steady state).  Each call's result is checked.
+ */
+static void pool_case(const struct ctx *c, char *why, size_t wl)
+{
+	int32_t *s = map(POOL_COUNT * 4), *d = map(POOL_COUNT * 4);
+	struct coll_info a = { .size = sizeof(a) }, b = { .size = sizeof(b) };
+	int32_t want = c->n * (c->n + 1) / 2;
+	uint64_t allocs, reuses;
+	int i, j, r = 0;
+
+	snprintf(why, wl, "no memory");
+	if (!s || !d)
+		goto out;
+	for (j = 0; j < POOL_COUNT; j++)
+		s[j] = c->rank + 1;
+	coll_comm_set_algo(c->comm, COLL_ALGO_AUTO);
+	for (i = 0; i < POOL_WARM + POOL_CALLS && !r; i++) {
+		if (i == POOL_WARM && coll_get_info(&a))
+			break;
+		memset(d, 0, POOL_COUNT * 4);
+		r = coll_allreduce(c->comm, s, d, POOL_COUNT, COLL_INT32,
+				   COLL_SUM);
+		for (j = 0; !r && j < POOL_COUNT; j++)
+			if (d[j] != want) {
+				snprintf(why, wl, "call %d: [%d] got %d want %d",
+					 i, j, d[j], want);
+				goto out;
+			}
+	}
+	if (r) {
+		snprintf(why, wl, "call %d: %s", i, coll_strerror(r));
+		goto out;
+	}
+	if (i < POOL_WARM + POOL_CALLS || coll_get_info(&b)) {
+		snprintf(why, wl, "COLL_INFO failed");
+		goto out;
+	}
+	allocs = b.out_mr_allocs - a.out_mr_allocs;
+	reuses = b.out_mr_reuses - a.out_mr_reuses;
+	if (reuses < POOL_CALLS || allocs * 4 > reuses)
+		snprintf(why, wl, "%llu regions allocated, %llu reused in %d calls",
+			 (unsigned long long)allocs,
+			 (unsigned long long)reuses, POOL_CALLS);
+	else
+		why[0] = 0;
+out:
+	if (s)
+		munmap(s, POOL_COUNT * 4);
+	if (d)
+		munmap(d, POOL_COUNT * 4);
+}
+
 static int rank_main(int local, void *arg)
 {
 	struct shm *sh = arg;
@@ -634,6 +697,9 @@ static int rank_main(int local, void *arg)
 		if (sh->res[k][local].err == 1 + ECONNRESET)
 			break;
 	}
+	snprintf(sh->pool[local], sizeof(sh->pool[local]), "not run");
+	if (o->expect == COLL_TRANSPORT_RDMA && k == nc)
+		pool_case(&c, sh->pool[local], sizeof(sh->pool[local]));
 	coll_comm_destroy(c.comm);
 	free(cs);
 	return 0;
@@ -727,7 +793,8 @@ int main(int argc, char **argv)
 	}
 	cs = calloc(MAX_CASES, sizeof(*cs));
 	nc = make_cases(o, o->nnodes * o->local, cs);
-	printf("TAP version 13\n1..%d\n", nc + 1);
+	printf("TAP version 13\n1..%d\n",
+	       nc + 1 + (o->expect == COLL_TRANSPORT_RDMA));
 	fflush(stdout);
 	if (st_ranks_spawn(&rk, o->local, rank_main, sh))
 		return 2;
@@ -767,6 +834,16 @@ int main(int argc, char **argv)
 	if (l < o->local)
 		printf(" # local %d: %s", l, sh->topo_bad[l]);
 	printf("\n");
+	if (o->expect == COLL_TRANSPORT_RDMA) {
+		for (l = 0; l < o->local && !sh->pool[l][0]; l++)
+			;
+		if (l < o->local)
+			failed++;
+		printf("%s %d mr pool: steady state allocates no region%s%s\n",
+		       l < o->local ? "not ok" : "ok", nc + 2,
+		       l < o->local ? " # " : "",
+		       l < o->local ? sh->pool[l] : "");
+	}
 	if (bad)
 		printf("# %d local rank(s) did not exit cleanly\n", bad);
 	free(cs);
