@@ -85,6 +85,11 @@ module_param_named(mr_pool, coll_mr_pool, uint, 0644);
 MODULE_PARM_DESC(mr_pool,
 		 "Invalidated fast-registration memory regions kept per RDMA device for the next grants (0: allocate one for every grant)");
 
+unsigned int coll_busy_poll_us;
+module_param_named(busy_poll_us, coll_busy_poll_us, uint, 0644);
+MODULE_PARM_DESC(busy_poll_us,
+		 "0: RDMA completions are handled from their interrupts; N: a rank waiting on a peer host polls its communicator's RDMA completion queues itself for up to N us before it sleeps (many small messages)");
+
 unsigned int coll_plan_cache_size = 16;
 module_param_named(plan_cache, coll_plan_cache_size, uint, 0644);
 MODULE_PARM_DESC(plan_cache,
@@ -289,9 +294,12 @@ static int __init coll_init(void)
 	coll_wq = alloc_workqueue("collective", WQ_UNBOUND, 0);
 	if (!coll_wq)
 		return -ENOMEM;
-	ret = coll_ib_init();
+	ret = coll_cq_init();
 	if (ret)
 		goto err_destroy_wq;
+	ret = coll_ib_init();
+	if (ret)
+		goto err_cq_exit;
 	ret = coll_net_init();
 	if (ret)
 		goto err_ib_exit;
@@ -304,6 +312,8 @@ err_net_exit:
 	coll_net_exit();
 err_ib_exit:
 	coll_ib_exit();
+err_cq_exit:
+	coll_cq_exit();
 err_destroy_wq:
 	destroy_workqueue(coll_wq);
 	return ret;
@@ -316,6 +326,7 @@ static void __exit coll_exit(void)
 	/* links still going down let go of their devices in the workqueue */
 	flush_workqueue(coll_wq);
 	coll_ib_exit();
+	coll_cq_exit();
 	destroy_workqueue(coll_wq);
 }
 

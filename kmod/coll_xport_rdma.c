@@ -80,7 +80,7 @@ struct coll_rdma {
 					 * link's shutdown
 					 */
 	struct list_head dev_node;	/* dev->links */
-	struct ib_cq *cq;
+	struct coll_cq cq;		/* sends, reads, receives */
 	struct ib_qp *qp;
 	bool active;			/* we connected */
 	bool authed;			/* PROOF checked (passive side) */
@@ -855,15 +855,11 @@ static int coll_rdma_setup_qp(struct coll_rdma *r)
 	coll_ibdev_add_link(r->dev, &r->dev_node);
 	ib = coll_rdma_ib(r);
 	r->max_sge = clamp_t(u32, ib->attrs.max_sge_rd, 1, 32);
-	r->cq = ib_alloc_cq(ib, r, COLL_RDMA_SQ + COLL_RDMA_RECV + 8, 0,
-			    IB_POLL_WORKQUEUE);
-	if (IS_ERR(r->cq)) {
-		err = PTR_ERR(r->cq);
-		r->cq = NULL;
+	err = coll_cq_create(&r->cq, ib, COLL_RDMA_SQ + COLL_RDMA_RECV + 8);
+	if (err)
 		return err;
-	}
-	qa.send_cq = r->cq;
-	qa.recv_cq = r->cq;
+	qa.send_cq = r->cq.cq;
+	qa.recv_cq = r->cq.cq;
 	qa.qp_type = IB_QPT_RC;
 	qa.sq_sig_type = IB_SIGNAL_REQ_WR;
 	qa.cap.max_send_wr = COLL_RDMA_SQ;
@@ -944,10 +940,7 @@ static void coll_rdma_shutdown(struct coll_link *l)
 		rdma_destroy_id(r->cm);
 		r->cm = NULL;
 	}
-	if (r->cq) {
-		ib_free_cq(r->cq);
-		r->cq = NULL;
-	}
+	coll_cq_destroy(&r->cq);
 	if (r->dev)
 		coll_rdma_free_bufs(r);
 	list_for_each_entry_safe(m, t, &r->tx_wait, node) {
@@ -962,6 +955,22 @@ static void coll_rdma_shutdown(struct coll_link *l)
 	 */
 	if (r->dev)
 		coll_ibdev_del_link(r->dev, &r->dev_node);
+}
+
+/* Busy polling by a waiting rank (module parameter busy_poll_us). */
+static bool coll_rdma_poll_begin(struct coll_link *l)
+{
+	return coll_cq_own(&coll_rdma_of(l)->cq);
+}
+
+static int coll_rdma_poll(struct coll_link *l)
+{
+	return coll_cq_process(&coll_rdma_of(l)->cq, COLL_CQ_BATCH);
+}
+
+static void coll_rdma_poll_end(struct coll_link *l)
+{
+	coll_cq_release(&coll_rdma_of(l)->cq, false);
 }
 
 /*
@@ -1014,6 +1023,9 @@ static const struct coll_link_ops coll_rdma_ops = {
 	.read = coll_rdma_read,
 	.grant = coll_rdma_grant,
 	.revoke = coll_rdma_revoke,
+	.poll_begin = coll_rdma_poll_begin,
+	.poll = coll_rdma_poll,
+	.poll_end = coll_rdma_poll_end,
 	.shutdown = coll_rdma_shutdown,
 	.free = coll_rdma_free,
 	.info = coll_rdma_info,
