@@ -267,7 +267,7 @@ guest_driver() {
 			for t in $BENCH_TRANSPORTS; do
 				f=$BENCH_OUT/coll-${l}x-$t.txt
 				[ -s "$f" ] || f=-
-				names+=("$t=$f")
+				names+=("${t//-/_}=$f")
 			done
 			f=$BENCH_OUT/mpi-${l}x.txt
 			[ "$BENCH_MPI" != 0 ] && [ -s "$f" ] || f=-
