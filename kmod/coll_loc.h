@@ -82,6 +82,7 @@ extern unsigned int coll_default_algo;
 extern unsigned int coll_ring_chunk_bytes;
 extern unsigned int coll_mr_pool;
 extern unsigned int coll_busy_poll_us;
+extern unsigned int coll_rdma_qps;
 extern unsigned int coll_exec_chunk_bytes;
 extern unsigned int coll_solo_bytes;
 extern unsigned int coll_spin_ns;

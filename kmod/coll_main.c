@@ -85,6 +85,11 @@ module_param_named(mr_pool, coll_mr_pool, uint, 0644);
 MODULE_PARM_DESC(mr_pool,
 		 "Invalidated fast-registration memory regions kept per RDMA device for the next grants (0: allocate one for every grant)");
 
+unsigned int coll_rdma_qps = 1;
+module_param_named(rdma_qps, coll_rdma_qps, uint, 0644);
+MODULE_PARM_DESC(rdma_qps,
+		 "Queue pairs to each peer host over RDMA, 1 to 8, for communicators created after the change: the first carries the frames, the reads of large rounds are spread over all");
+
 unsigned int coll_busy_poll_us;
 module_param_named(busy_poll_us, coll_busy_poll_us, uint, 0644);
 MODULE_PARM_DESC(busy_poll_us,

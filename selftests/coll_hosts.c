@@ -45,6 +45,7 @@ struct opts {
 	int nalgos;
 	unsigned int timeout_ms;
 	int expect;		/* enum coll_transport to the other hosts, or -1 */
+	int expect_qps;		/* RDMA queue pairs to every peer host, or 0 */
 };
 
 struct result {
@@ -61,6 +62,7 @@ struct shm {
 	char topo_bad[MAX_LOCAL][96];	/* what COLL_COMM_QUERY got wrong */
 	char pool[MAX_LOCAL][128];	/* the MR pool case: "" if it passed */
 	char pool_seen[128];		/* what local rank 0 counted */
+	char qps_bad[MAX_LOCAL][128];	/* the queue pairs case: "" if passed */
 };
 
 #define POOL_WARM	6
@@ -643,6 +645,29 @@ out:
 		munmap(d, POOL_COUNT * 4);
 }
 
+/* COLL_COMM_QUERY: --expect-qps queue pairs to every other host. */
+static void check_qps(const struct opts *o, const struct ctx *c, char *bad,
+		      size_t len)
+{
+	struct coll_peer_info pi[16];
+	struct coll_comm_query q;
+	int h, r;
+
+	r = coll_comm_query(c->comm, &q, pi, 16);
+	if (r) {
+		snprintf(bad, len, "COLL_COMM_QUERY: %s", coll_strerror(r));
+		return;
+	}
+	for (h = 0; h < o->nnodes && h < 16; h++) {
+		if (h != o->node && pi[h].qps != (unsigned int)o->expect_qps) {
+			snprintf(bad, len, "host %d: %u queue pairs", h,
+				 pi[h].qps);
+			return;
+		}
+	}
+	bad[0] = 0;
+}
+
 static int rank_main(int local, void *arg)
 {
 	struct shm *sh = arg;
@@ -704,6 +729,10 @@ static int rank_main(int local, void *arg)
 		if (sh->res[k][local].err == 1 + ECONNRESET)
 			break;
 	}
+	/* after the cases: every data channel had time to come up */
+	snprintf(sh->qps_bad[local], sizeof(sh->qps_bad[local]), "not run");
+	if (o->expect_qps && k == nc)
+		check_qps(o, &c, sh->qps_bad[local], sizeof(sh->qps_bad[local]));
 	snprintf(sh->pool[local], sizeof(sh->pool[local]), "not run");
 	if (o->expect == COLL_TRANSPORT_RDMA && k == nc)
 		pool_case(&c, sh->pool[local], sizeof(sh->pool[local]),
@@ -737,6 +766,7 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "algos", required_argument, NULL, 'A' },
 		{ "expect-transport", required_argument, NULL, 'E' },
+		{ "expect-qps", required_argument, NULL, 'Q' },
 		{ 0 }
 	};
 	struct shm *sh;
@@ -775,6 +805,7 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 's': o->seed = strtoull(optarg, NULL, 16); break;
+		case 'Q': o->expect_qps = atoi(optarg); break;
 		case 'E':
 			o->expect = !strcmp(optarg, "tcp") ? COLL_TRANSPORT_TCP :
 				    !strcmp(optarg, "rdma") ?
@@ -802,7 +833,7 @@ int main(int argc, char **argv)
 	cs = calloc(MAX_CASES, sizeof(*cs));
 	nc = make_cases(o, o->nnodes * o->local, cs);
 	printf("TAP version 13\n1..%d\n",
-	       nc + 1 + (o->expect == COLL_TRANSPORT_RDMA));
+	       nc + 1 + (o->expect == COLL_TRANSPORT_RDMA) + !!o->expect_qps);
 	fflush(stdout);
 	if (st_ranks_spawn(&rk, o->local, rank_main, sh))
 		return 2;
@@ -850,6 +881,17 @@ int main(int argc, char **argv)
 		printf("%s %d mr pool: steady state allocates no region # %s\n",
 		       l < o->local ? "not ok" : "ok", nc + 2,
 		       l < o->local ? sh->pool[l] : sh->pool_seen);
+	}
+	if (o->expect_qps) {
+		for (l = 0; l < o->local && !sh->qps_bad[l][0]; l++)
+			;
+		if (l < o->local)
+			failed++;
+		printf("%s %d queue pairs: %d to every peer host%s%s\n",
+		       l < o->local ? "not ok" : "ok",
+		       nc + 2 + (o->expect == COLL_TRANSPORT_RDMA),
+		       o->expect_qps, l < o->local ? " # " : "",
+		       l < o->local ? sh->qps_bad[l] : "");
 	}
 	if (bad)
 		printf("# %d local rank(s) did not exit cleanly\n", bad);

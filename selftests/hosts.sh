@@ -31,7 +31,7 @@ guest_main() {
 	# shellcheck source=rig/guest-lib.sh
 	. "$COLL_GUEST_LIB"
 	local bin=${COLL_BUILD:-$root/build}/selftests/coll_hosts
-	local ko=${HOSTS_KO:-$root/kmod/collective.ko} local=$HOSTS_LOCAL rc=0 t
+	local ko=${HOSTS_KO:-$root/kmod/collective.ko} local=$HOSTS_LOCAL rc=0 t qps
 	local first=${GUEST_IPS%% *} out
 
 	echo "# guest $GUEST_INDEX of $GUEST_COUNT ($GUEST_IP), $local local ranks"
@@ -42,9 +42,14 @@ guest_main() {
 	coll_barrier 120 || { echo "Bail out! barrier"; return 1; }
 	for t in ${HOSTS_TRANSPORTS//,/ }; do
 		out=$COLL_RUN_DIR/coll_hosts-$t.tap
+		qps=
+		case ,$HOSTS_PARAMS, in
+		*,rdma_qps=*) [ "$t" = tcp ] || qps=${HOSTS_PARAMS#*rdma_qps=} qps=${qps%%,*} ;;
+		esac
 		COLL_ID=$HOSTS_ID "$bin" --nnodes "$GUEST_COUNT" --node "$GUEST_INDEX" \
 			--local "$local" --root "$first:$RDV_PORT" --transport "$t" \
 			--expect-transport "$([ "$t" = tcp ] && echo tcp || echo rdma)" \
+			${qps:+--expect-qps "$qps"} \
 			${HOSTS_SIZES:+--sizes "$HOSTS_SIZES"} >"$out" 2>&1 || rc=1
 		sed "s/^/@$t@ /" "$out"
 		coll_barrier 300 || { echo "# barrier after $t failed"; rc=1; }
@@ -73,7 +78,8 @@ fi
 configs=("$@")
 # shellcheck disable=SC2054 # a config names its transports with commas
 [ ${#configs[@]} -gt 0 ] ||
-	configs=(2x1:tcp,auto 2x2:tcp,rdma 3x1:auto@busy_poll_us=50 3x2:tcp,auto)
+	configs=(2x1:tcp,auto 2x2:tcp,rdma@rdma_qps=2 3x1:auto@busy_poll_us=50
+		3x2:tcp,auto@rdma_qps=3)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hosts.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 lock=${COLL_GUEST_LOCK:-/tmp/coll-guest.lock}

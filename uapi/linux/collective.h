@@ -448,6 +448,8 @@ enum coll_fallback {
  * @ibdev: the local RDMA device's name (transport RDMA), NUL-terminated
  * @gid: the local GID used (transport RDMA)
  * @mtu: the path MTU in bytes (RDMA), or the TCP MSS
+ * @qps: queue pairs to it (RDMA; module parameter rdma_qps on the host
+ *       that connected): the first carries the frames, reads go over all
  * @speed_mbps: the local link's speed in Mb/s, 0 if unknown
  * @bytes_sent: bytes this host sent it for collectives, since the join
  * @bytes_received: bytes this host received from it, since the join
@@ -464,7 +466,7 @@ struct coll_peer_info {
 	char ibdev[32];
 	__u8 gid[16];
 	__u32 mtu;
-	__u32 __reserved;
+	__u32 qps;
 	__aligned_u64 speed_mbps;
 	__aligned_u64 bytes_sent;
 	__aligned_u64 bytes_received;
