@@ -20,9 +20,10 @@
 #   BENCH_GUESTS      guests (2; 2..8)
 #   BENCH_SMP         vCPUs per guest (2)          BENCH_MEM   RAM per guest (2G)
 #   BENCH_LOCAL       ranks per guest, a list ("1 2")
-#   BENCH_TRANSPORTS  coll transports, a list ("rdma tcp"; also "auto", and
+#   BENCH_TRANSPORTS  coll transports, a list ("rdma tcp"; also "auto",
 #                     "rdma-busy": RDMA with module parameter busy_poll_us
-#                     set to BENCH_BUSY_US in every guest for that run)
+#                     set to BENCH_BUSY_US in every guest for that run, and
+#                     "rdma-qpsN": RDMA with rdma_qps=N, N from 2 to 8)
 #   BENCH_BUSY_US     busy_poll_us of the "rdma-busy" runs (50)
 #   BENCH_PRIMS       primitives, comma-separated, or "all" (all)
 #   BENCH_ARGS        coll_perf/mpi_perf size options (-b 8 -e 2M -f 8 -n 5 -w 1)
@@ -192,6 +193,11 @@ run_coll_as() {
 		set_param busy_poll_us "$BENCH_BUSY_US" || return 1
 		run_coll "$1" rdma "$3" || rc=$?
 		set_param busy_poll_us 0
+		return "$rc" ;;
+	rdma-qps[2-8])
+		set_param rdma_qps "${2#rdma-qps}" || return 1
+		run_coll "$1" rdma "$3" || rc=$?
+		set_param rdma_qps 1
 		return "$rc" ;;
 	*)	run_coll "$1" "$2" "$3" ;;
 	esac
