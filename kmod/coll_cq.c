@@ -14,9 +14,9 @@
  * Whoever polls owns the CQ (bit COLL_CQ_OWNED), so the done() callbacks of
  * one CQ never run concurrently and run in the CQ's order, whoever runs
  * them; both pollers run them in process context.  The owner re-arms the
- * CQ when it lets go, asking for missed events, and a work item that found
- * the CQ owned leaves COLL_CQ_MISSED for the owner to see after it let go:
- * no completion is stranded between the two pollers.  The CQ's teardown
+ * CQ when it lets go, asking for missed events, and an event (or a work
+ * item) that found the CQ owned leaves COLL_CQ_MISSED for the owner to see
+ * after it let go: no completion is stranded between the two pollers.  The CQ's teardown
  * takes the bit for good, so a rank still holding the link fails to own it
  * afterwards.
  */
@@ -33,11 +33,20 @@
 
 static struct workqueue_struct *coll_cq_wq;
 
+/*
+ * A completion event (the device's interrupt context).  While a poller
+ * owns the CQ, it only leaves COLL_CQ_MISSED for the owner to find when it
+ * lets go, so that a rank busy-polling is not raced by a work item it
+ * would wake: the interrupt stays off while polling, as in NAPI.
+ */
 static void coll_cq_event(struct ib_cq *cq, void *ctx)
 {
 	struct coll_cq *c = ctx;
 
-	queue_work(coll_cq_wq, &c->work);
+	set_bit(COLL_CQ_MISSED, &c->flags);
+	smp_mb__after_atomic();		/* pairs with coll_cq_release() */
+	if (!test_bit(COLL_CQ_OWNED, &c->flags))
+		queue_work(coll_cq_wq, &c->work);
 }
 
 /**
@@ -94,21 +103,29 @@ int coll_cq_process(struct coll_cq *c, int budget)
  *
  * The CQ is re-armed and the work item queued while the caller still owns
  * it, so that the teardown, which takes the CQ before it destroys it, comes
- * after both.  A work item that ran in between and found the CQ owned left
- * COLL_CQ_MISSED: the CQ is taken back and the work item queued again.
+ * after both.  An event or a work item that came in between and found the
+ * CQ owned left COLL_CQ_MISSED: the CQ is taken back and polled again.
+ *
+ * Context: process (it may handle completions).
  */
 void coll_cq_release(struct coll_cq *c, bool more)
 {
 	for (;;) {
+		/*
+		 * What was missed before is in the CQ, which re-arming with
+		 * IB_CQ_REPORT_MISSED_EVENTS sees: only events from here on
+		 * need the owner's second look.
+		 */
+		clear_bit(COLL_CQ_MISSED, &c->flags);
+		smp_mb__after_atomic();
 		if (more || ib_req_notify_cq(c->cq, IB_CQ_NEXT_COMP |
 					     IB_CQ_REPORT_MISSED_EVENTS) > 0)
 			queue_work(coll_cq_wq, &c->work);
 		clear_bit_unlock(COLL_CQ_OWNED, &c->flags);
-		smp_mb__after_atomic();	/* pairs with coll_cq_work() */
+		smp_mb__after_atomic();	/* pairs with coll_cq_event(), _work() */
 		if (!test_bit(COLL_CQ_MISSED, &c->flags) || !coll_cq_own(c))
 			return;
-		clear_bit(COLL_CQ_MISSED, &c->flags);
-		more = true;
+		more = coll_cq_process(c, COLL_CQ_BUDGET) >= COLL_CQ_BUDGET;
 	}
 }
 
