@@ -24,7 +24,8 @@
 # (pass 1 programs, default "coll_abi coll_correct coll_kill"),
 # COLL_DEBUG_PASS2=0 skips pass 2, COLL_DEBUG_PASS2_ARGS, SMP (2), MEM (2G).
 # Then selftests/hosts.sh under the same kernel and module (2 guests x 2
-# ranks over RDMA and TCP, 3 guests x 1 over RDMA, small sizes), every guest's
+# ranks over RDMA with 2 queue pairs per peer and TCP, 3 guests x 1 over RDMA
+# with busy polling, small sizes), every guest's
 # dmesg checked against the same reports: COLL_DEBUG_HOSTS=0 skips it,
 # COLL_DEBUG_HOSTS_CONFIGS, COLL_DEBUG_HOSTS_SIZES, COLL_DEBUG_HOSTS_TIMEOUT.
 set -uo pipefail
@@ -174,7 +175,7 @@ if [ "${COLL_DEBUG_HOSTS:-1}" = 1 ]; then
 	KERNEL=$KERNEL KVER=$KVER COLL_MODDIR=$MODDIR HOSTS_KO=$MODULE \
 		HOSTS_SIZES=${COLL_DEBUG_HOSTS_SIZES:-0,1,1001,65537} \
 		HOSTS_SPLATS="$SPLAT_PAT" HOSTS_TIMEOUT=${COLL_DEBUG_HOSTS_TIMEOUT:-1800} \
-		"$root/selftests/hosts.sh" ${COLL_DEBUG_HOSTS_CONFIGS:-2x2:rdma,tcp 3x1:rdma} ||
+		"$root/selftests/hosts.sh" ${COLL_DEBUG_HOSTS_CONFIGS:-2x2:rdma,tcp@rdma_qps=2 3x1:rdma@busy_poll_us=50} ||
 		rc=1
 	rig_msg "across hosts: done after $((SECONDS - t1)) s"
 fi
