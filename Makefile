@@ -3,6 +3,8 @@
 # collective: top-level build.  See README.md.
 #
 #   make            module (against KDIR), library, tools, tests
+#   make torch      the torch.distributed backend (userlib/torch/), when
+#                   Debian's torch headers are installed (part of all then)
 #   make run        boot a guest, load the module, benchmark every primitive
 #   make bench-hosts boot 2 guests, benchmark across them (RDMA, TCP) against
 #                   ib_write_bw and Open MPI in the same boot (tools/bench-hosts.sh)
@@ -28,12 +30,16 @@ DEB_PKGS := linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
 	rdma-core ibverbs-utils rdmacm-utils perftest iproute2 \
 	libibverbs-dev librdmacm-dev ibverbs-providers \
 	libnl-3-dev libnl-genl-3-dev openmpi-bin libopenmpi-dev python3 \
+	python3-torch libtorch-dev pybind11-dev \
 	sparse gcc make flex bison libelf-dev libssl-dev rsync
 
 LINUX_SRC_TAR := /usr/src/linux-source-6.1.tar.xz
 CHECKPATCH := $(BUILD)/linux-source-6.1/scripts/checkpatch.pl
 
-all: module userlib tools selftests
+# The torch backend builds only where libtorch-dev's c10d headers are.
+TORCH_HDR := /usr/include/torch/csrc/distributed/c10d/ProcessGroup.hpp
+
+all: module userlib tools selftests $(if $(wildcard $(TORCH_HDR)),torch)
 
 # Install what is missing (as root, from Debian's archive).  INITRD=No skips
 # update-initramfs for the guest kernel, which we boot with our own.
@@ -62,6 +68,9 @@ userlib: $(BUILD)/.deps-ok
 
 tools: userlib
 	$(MAKE) -C tools
+
+torch: userlib
+	$(MAKE) -C userlib/torch
 
 selftests: userlib tools
 	$(MAKE) -C selftests
@@ -113,11 +122,12 @@ install: all
 clean:
 	-@kdir='$(KDIR)'; [ -d "$$kdir" ] && $(MAKE) -C $$kdir M=$(CURDIR) clean
 	-$(MAKE) -C userlib clean
+	-$(MAKE) -C userlib/torch clean
 	-$(MAKE) -C tools clean
 	-$(MAKE) -C selftests clean
 	-$(MAKE) -C selftests/unit clean
 	-$(MAKE) -C selftests/rig clean
 	rm -rf $(BUILD)
 
-.PHONY: all deps module userlib tools selftests guest-build run bench-hosts check check-debug lint \
+.PHONY: all deps module userlib torch tools selftests guest-build run bench-hosts check check-debug lint \
 	install clean
