@@ -239,9 +239,14 @@ public:
 		unsigned int tmo = timeout_ms <= 0 ? 0 :
 			timeout_ms > 0x7fffffff ? 0x7fffffffu :
 			static_cast<unsigned int>(timeout_ms);
+		/*
+		 * COLL_ROOT=host:port: ranks on several hosts.  The selftest
+		 * rig also exports COLL_ROOT as the project's directory: a
+		 * value with a '/' or without a ':' is not a rendezvous.
+		 */
 		const char *root = getenv("COLL_ROOT");
 
-		if (root && *root)
+		if (root && strchr(root, ':') && !strchr(root, '/'))
 			ret = coll_comm_init_root(&comm_, size, rank, &id, root,
 						  tmo, 0);
 		else
