@@ -340,7 +340,7 @@ def run_ops(torch, dist, gloo, rank, n, results):
         m = chk.compare(base, r, "float32")
         if m:
             return "all_reduce of a transposed view: " + m
-        out = torch.empty(3 * n, 64 * n).t()      # non-contiguous output
+        out = torch.empty(3, 64 * n).t()          # non-contiguous output
         src = make_input(torch, torch.float32, "SUM", (64 * n, 3), 9200 + rank)[::n]
         dist._all_gather_base(out, src)
         gl = [torch.empty(64, 3) for _ in range(n)]
