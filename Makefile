@@ -8,6 +8,8 @@
 #   make run        boot a guest, load the module, benchmark every primitive
 #   make bench-hosts boot 2 guests, benchmark across them (RDMA, TCP) against
 #                   ib_write_bw and Open MPI in the same boot (tools/bench-hosts.sh)
+#   make bench-torch boot a guest, time torch.distributed's all_reduce of a
+#                   25 MiB bucket and a DDP step, Gloo against collective
 #   make check      all tests (native unit tests, guest selftests, two guests)
 #   make check-debug the guest selftests on a KASAN/lockdep/kmemleak kernel
 #                   built from linux-source-6.1 (~15 min the first time)
@@ -88,6 +90,9 @@ run: guest-build
 bench-hosts: guest-build
 	tools/bench-hosts.sh
 
+bench-torch: guest-build
+	tools/bench-torch.sh
+
 check: guest-build
 	selftests/run-all.sh
 
@@ -129,5 +134,5 @@ clean:
 	-$(MAKE) -C selftests/rig clean
 	rm -rf $(BUILD)
 
-.PHONY: all deps module userlib torch tools selftests guest-build run bench-hosts check check-debug lint \
+.PHONY: all deps module userlib torch tools selftests guest-build run bench-hosts bench-torch check check-debug lint \
 	install clean
