@@ -3,7 +3,8 @@
 #
 # Run every test suite of the project and count the results:
 #   unit      native unit tests of the schedules (no guest): the full set
-#   native    native tests of the library and the tools (no device)
+#   native    native tests of the library, the tools and, once built, the
+#             torch backend (no device)
 #   guest     the kselftest-harness selftests inside one qemu guest
 #   hosts     ranks spread over 2 and 3 guests (hosts.sh): every primitive
 #             across hosts, each transport, element by element; then faults
@@ -95,7 +96,9 @@ suites=("$@")
 for s in "${suites[@]}"; do
 	case $s in
 	unit)	run_suite unit make -s -C selftests/unit run ;;
-	native)	run_suite native sh -c 'make -s -C userlib check && make -s -C tools check' ;;
+	native)	run_suite native sh -c 'make -s -C userlib check && make -s -C tools check &&
+			{ ! ls userlib/torch/torch_collective/_C*.so >/dev/null 2>&1 ||
+			  make -s -C userlib/torch check; }' ;;
 	guest)	run_suite guest flock "$lock" selftests/rig/vm.sh --name selftests \
 			--mem 4G --timeout 2400 -- selftests/guest-run.sh ;;
 	hosts)	run_suite hosts hosts_suite ;;
