@@ -5,7 +5,8 @@
 #   make            module (against KDIR), library, tools, tests
 #   make torch      the torch.distributed backend (userlib/torch/), when
 #                   Debian's torch headers are installed (part of all then)
-#   make run        boot a guest, load the module, benchmark every primitive
+#   make run        boot a guest, load the module, benchmark every primitive;
+#                   then make bench-torch's figures (~1.5 min more)
 #   make bench-hosts boot 2 guests, benchmark across them (RDMA, TCP) against
 #                   ib_write_bw and Open MPI in the same boot (tools/bench-hosts.sh)
 #   make bench-torch boot a guest, time torch.distributed's all_reduce of a
@@ -86,6 +87,8 @@ guest-build: $(BUILD)/.deps-ok
 
 run: guest-build
 	selftests/rig/vm.sh --name bench --mem 4G --timeout 1500 -- tools/bench-guest.sh
+	@if ls userlib/torch/torch_collective/_C*.so >/dev/null 2>&1; then \
+		tools/bench-torch.sh; else echo "run: no torch backend built: bench-torch skipped"; fi
 
 bench-hosts: guest-build
 	tools/bench-hosts.sh

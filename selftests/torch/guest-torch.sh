@@ -68,6 +68,16 @@ result() {	# result rc name
 		echo "# ops np=$np: $(($(date +%s) - s)) s"
 		result $rc "torch_test.py ops np=$np: every rank exited 0"
 	done
+	# The README's example, under torchrun itself.
+	s=$(date +%s)
+	PYTHONPATH=$ROOT/userlib/torch PYTHONWARNINGS=ignore OMP_NUM_THREADS=1 \
+		timeout 300 $PY -m torch.distributed.run --standalone \
+		--nproc_per_node 2 selftests/torch/readme_example.py > "$TMP/example" 2>&1
+	rc=$?
+	sed 's/^/# /' "$TMP/example"
+	[ "$(grep -c 'tensor(\[2\., 2\., 2\., 2\.\])' "$TMP/example")" = 2 ] || rc=1
+	echo "# torchrun np=2: $(($(date +%s) - s)) s"
+	result $rc "README example under torchrun --nproc_per_node 2: all_reduce gives 2 on both ranks"
 	if [ "${COLL_TORCH_DDP:-1}" = 1 ]; then
 		s=$(date +%s)
 		$PY "$T" launch 2 ddp 600
