@@ -68,11 +68,14 @@ result() {	# result rc name
 		echo "# ops np=$np: $(($(date +%s) - s)) s"
 		result $rc "torch_test.py ops np=$np: every rank exited 0"
 	done
-	# The README's example, under torchrun itself.
+	# The README's example, under torchrun itself.  Debian's torchrun
+	# (torch 1.13, Python 3.11) fails with its default "--redirects 0 --tee
+	# 0" (Std.from_str: a zero Flag is not iterated in 3.11, None comes
+	# back, AttributeError): pass non-zero values.
 	s=$(date +%s)
 	PYTHONPATH=$ROOT/userlib/torch PYTHONWARNINGS=ignore OMP_NUM_THREADS=1 \
 		timeout 300 $PY -m torch.distributed.run --standalone \
-		--nproc_per_node 2 selftests/torch/readme_example.py > "$TMP/example" 2>&1
+		--redirects 1 --tee 1 --nproc_per_node 2 selftests/torch/readme_example.py > "$TMP/example" 2>&1
 	rc=$?
 	sed 's/^/# /' "$TMP/example"
 	[ "$(grep -c 'tensor(\[2\., 2\., 2\., 2\.\])' "$TMP/example")" = 2 ] || rc=1
