@@ -3,9 +3,14 @@
 # collective: top-level build.  See README.md.
 #
 #   make            module (against KDIR), library, tools, tests
-#   make run        boot a guest, load the module, benchmark every primitive
+#   make torch      the torch.distributed backend (userlib/torch/), when
+#                   Debian's torch headers are installed (part of all then)
+#   make run        boot a guest, load the module, benchmark every primitive;
+#                   then make bench-torch's figures (~1.5 min more)
 #   make bench-hosts boot 2 guests, benchmark across them (RDMA, TCP) against
 #                   ib_write_bw and Open MPI in the same boot (tools/bench-hosts.sh)
+#   make bench-torch boot a guest, time torch.distributed's all_reduce of a
+#                   25 MiB bucket and a DDP step, Gloo against collective
 #   make check      all tests (native unit tests, guest selftests, two guests)
 #   make check-debug the guest selftests on a KASAN/lockdep/kmemleak kernel
 #                   built from linux-source-6.1 (~15 min the first time)
@@ -28,12 +33,16 @@ DEB_PKGS := linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
 	rdma-core ibverbs-utils rdmacm-utils perftest iproute2 \
 	libibverbs-dev librdmacm-dev ibverbs-providers \
 	libnl-3-dev libnl-genl-3-dev openmpi-bin libopenmpi-dev python3 \
+	python3-torch libtorch-dev pybind11-dev \
 	sparse gcc make flex bison libelf-dev libssl-dev rsync
 
 LINUX_SRC_TAR := /usr/src/linux-source-6.1.tar.xz
 CHECKPATCH := $(BUILD)/linux-source-6.1/scripts/checkpatch.pl
 
-all: module userlib tools selftests
+# The torch backend builds only where libtorch-dev's c10d headers are.
+TORCH_HDR := /usr/include/torch/csrc/distributed/c10d/ProcessGroup.hpp
+
+all: module userlib tools selftests $(if $(wildcard $(TORCH_HDR)),torch)
 
 # Install what is missing (as root, from Debian's archive).  INITRD=No skips
 # update-initramfs for the guest kernel, which we boot with our own.
@@ -63,6 +72,9 @@ userlib: $(BUILD)/.deps-ok
 tools: userlib
 	$(MAKE) -C tools
 
+torch: userlib
+	$(MAKE) -C userlib/torch
+
 selftests: userlib tools
 	$(MAKE) -C selftests
 	$(MAKE) -C selftests/unit
@@ -75,9 +87,14 @@ guest-build: $(BUILD)/.deps-ok
 
 run: guest-build
 	selftests/rig/vm.sh --name bench --mem 4G --timeout 1500 -- tools/bench-guest.sh
+	@if ls userlib/torch/torch_collective/_C*.so >/dev/null 2>&1; then \
+		tools/bench-torch.sh; else echo "run: no torch backend built: bench-torch skipped"; fi
 
 bench-hosts: guest-build
 	tools/bench-hosts.sh
+
+bench-torch: guest-build
+	tools/bench-torch.sh
 
 check: guest-build
 	selftests/run-all.sh
@@ -113,11 +130,12 @@ install: all
 clean:
 	-@kdir='$(KDIR)'; [ -d "$$kdir" ] && $(MAKE) -C $$kdir M=$(CURDIR) clean
 	-$(MAKE) -C userlib clean
+	-$(MAKE) -C userlib/torch clean
 	-$(MAKE) -C tools clean
 	-$(MAKE) -C selftests clean
 	-$(MAKE) -C selftests/unit clean
 	-$(MAKE) -C selftests/rig clean
 	rm -rf $(BUILD)
 
-.PHONY: all deps module userlib tools selftests guest-build run bench-hosts check check-debug lint \
+.PHONY: all deps module userlib torch tools selftests guest-build run bench-hosts bench-torch check check-debug lint \
 	install clean

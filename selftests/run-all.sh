@@ -3,7 +3,8 @@
 #
 # Run every test suite of the project and count the results:
 #   unit      native unit tests of the schedules (no guest): the full set
-#   native    native tests of the library and the tools (no device)
+#   native    native tests of the library, the tools and, once built, the
+#             torch backend (no device)
 #   guest     the kselftest-harness selftests inside one qemu guest
 #   hosts     ranks spread over 2 and 3 guests (hosts.sh): every primitive
 #             across hosts, each transport, element by element; then faults
@@ -13,6 +14,11 @@
 #             rmmod works; then the wire protocol under attack
 #             (hosts-security.sh: one boot of 2 guests, a live communicator
 #             checked throughout)
+#   torch     the torch.distributed backend (userlib/torch/) in one guest:
+#             every operation x dtype x reduce op against Gloo with 2 and 4
+#             ranks, DDP training bitwise equal to Gloo's, a rank killed
+#             mid-training (selftests/torch/guest-torch.sh); skipped when
+#             python3-torch or the built extension is missing
 # and, only when named:
 #   rdma2     a check of the rig itself (two guests, rping and ib_write_bw
 #             over rxe): not a test of the project, so not run by default
@@ -23,7 +29,7 @@
 # Guest suites take the machine's guest lock ($COLL_GUEST_LOCK, default
 # /tmp/coll-guest.lock): with two cores, never two guest jobs at once.
 #
-# usage: selftests/run-all.sh [SUITE...]     (default: unit native guest hosts)
+# usage: selftests/run-all.sh [SUITE...]     (default: unit native guest hosts torch)
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,15 +80,29 @@ hosts_suite() {
 	return "$rc"
 }
 
+# The suite "torch": one guest boot, when torch and the extension are there.
+torch_suite() {
+	if ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
+	   ! ls userlib/torch/torch_collective/_C*.so >/dev/null 2>&1; then
+		echo "ok 1 torch # SKIP python3-torch or userlib/torch not built (make deps torch)"
+		return 0
+	fi
+	flock "$lock" selftests/rig/vm.sh --name torch --mem 4G --timeout 900 \
+		-- selftests/torch/guest-torch.sh
+}
+
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(unit native guest hosts)
+[ ${#suites[@]} -gt 0 ] || suites=(unit native guest hosts torch)
 for s in "${suites[@]}"; do
 	case $s in
 	unit)	run_suite unit make -s -C selftests/unit run ;;
-	native)	run_suite native sh -c 'make -s -C userlib check && make -s -C tools check' ;;
+	native)	run_suite native sh -c 'make -s -C userlib check && make -s -C tools check &&
+			{ ! ls userlib/torch/torch_collective/_C*.so >/dev/null 2>&1 ||
+			  make -s -C userlib/torch check; }' ;;
 	guest)	run_suite guest flock "$lock" selftests/rig/vm.sh --name selftests \
 			--mem 4G --timeout 2400 -- selftests/guest-run.sh ;;
 	hosts)	run_suite hosts hosts_suite ;;
+	torch)	run_suite torch torch_suite ;;
 	rdma2)	run_suite rdma2 flock "$lock" selftests/rig/test-rdma-2guest.sh ;;
 	rexec)	run_suite rexec selftests/rig/test-rexec.sh ;;
 	*)	echo "unknown suite $s" >&2; exit 2 ;;
