@@ -2,7 +2,7 @@
 /* Do not edit directly, auto-generated from: */
 /*	uapi/collective.yaml */
 /* YNL-GEN kernel source */
-/* Policy tables only (tools/ynl/ynl-gen.sh policy): see coll_netlink.c */
+/* Policy tables only, ranges not const for 6.1 (tools/ynl/ynl-gen.sh) */
 
 #ifndef COLL_NL_GEN_H
 #define COLL_NL_GEN_H
@@ -11,44 +11,44 @@
 #include <linux/collective_nl.h>
 
 /* Integer value ranges */
-static const struct netlink_range_validation collective_a_tune_solo_bytes_range = {
+static struct netlink_range_validation collective_a_tune_solo_bytes_range = {
 	.max	= COLLECTIVE_SOLO_BYTES_MAX,
 };
 
-static const struct netlink_range_validation collective_a_tune_eager_bytes_range = {
+static struct netlink_range_validation collective_a_tune_eager_bytes_range = {
 	.max	= COLLECTIVE_EAGER_BYTES_MAX,
 };
 
-static const struct netlink_range_validation collective_a_tune_ring_chunk_bytes_range = {
+static struct netlink_range_validation collective_a_tune_ring_chunk_bytes_range = {
 	.min	= COLLECTIVE_CHUNK_BYTES_MIN,
 	.max	= COLLECTIVE_CHUNK_BYTES_MAX,
 };
 
-static const struct netlink_range_validation collective_a_tune_exec_chunk_bytes_range = {
+static struct netlink_range_validation collective_a_tune_exec_chunk_bytes_range = {
 	.min	= COLLECTIVE_CHUNK_BYTES_MIN,
 	.max	= COLLECTIVE_CHUNK_BYTES_MAX,
 };
 
-static const struct netlink_range_validation collective_a_tune_spin_ns_range = {
+static struct netlink_range_validation collective_a_tune_spin_ns_range = {
 	.max	= COLLECTIVE_SPIN_NS_MAX,
 };
 
-static const struct netlink_range_validation collective_a_tune_join_timeout_ms_range = {
+static struct netlink_range_validation collective_a_tune_join_timeout_ms_range = {
 	.min	= COLLECTIVE_TIMEOUT_MS_MIN,
 	.max	= COLLECTIVE_TIMEOUT_MS_MAX,
 };
 
-static const struct netlink_range_validation collective_a_tune_peer_timeout_ms_range = {
+static struct netlink_range_validation collective_a_tune_peer_timeout_ms_range = {
 	.min	= COLLECTIVE_TIMEOUT_MS_MIN,
 	.max	= COLLECTIVE_TIMEOUT_MS_MAX,
 };
 
-static const struct netlink_range_validation collective_a_tune_max_requests_range = {
+static struct netlink_range_validation collective_a_tune_max_requests_range = {
 	.min	= 1ULL,
 	.max	= COLLECTIVE_MAX_REQUESTS_MAX,
 };
 
-static const struct netlink_range_validation collective_a_tune_max_comms_range = {
+static struct netlink_range_validation collective_a_tune_max_comms_range = {
 	.min	= 1ULL,
 	.max	= COLLECTIVE_MAX_COMMS_MAX,
 };

@@ -13,7 +13,9 @@
 # "policy" keeps, of --mode kernel --source, the range structs and the
 # policy tables, which build on 6.1; not the ops table, which uses
 # struct genl_split_ops (6.2 and later): kmod/coll_netlink.c has that table
-# by hand, in 6.1's struct genl_ops.
+# by hand, in 6.1's struct genl_ops.  One edit for 6.1: its struct
+# nla_policy points to a struct netlink_range_validation that is not const
+# (const from 6.2 on), so the range structs lose their const.
 set -eu
 mode=$1 spec=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,7 +40,7 @@ policy)
 	guard=COLL_NL_GEN_H
 	{
 		sed -n '1s|^// \(.*\)$|/* \1 */|p; 2,4p' "$stage/out"
-		echo "/* Policy tables only (tools/ynl/ynl-gen.sh policy): see coll_netlink.c */"
+		echo "/* Policy tables only, ranges not const for 6.1 (tools/ynl/ynl-gen.sh) */"
 		echo
 		echo "#ifndef $guard"
 		echo "#define $guard"
@@ -47,7 +49,8 @@ policy)
 		echo "#include <linux/collective_nl.h>"
 		echo
 		sed -n '/^\/\* Integer value ranges \*\//,/^\/\* Ops table/p' "$stage/out" |
-			sed '$d'
+			sed '$d' |
+			sed 's/^static const struct netlink_range_validation /static struct netlink_range_validation /'
 		echo "#endif /* $guard */"
 	} > "$stage/policy"
 	cp "$stage/policy" "$out"
