@@ -205,6 +205,7 @@ struct coll_pstat {
 	u64 bytes;			/* per rank, of those that ended well */
 	u64 time_ns;			/* last arrival to the end, summed */
 	u64 hist[COLLECTIVE_HIST_BUCKETS];	/* calls by size */
+	u64 hist_bytes[COLLECTIVE_HIST_BUCKETS];	/* their bytes */
 	u64 algo[COLL_ALGO_MAX];	/* calls by the algorithm run */
 	u32 err_no[COLL_STAT_NERR];	/* positive errno, 0: free slot */
 	u64 err_count[COLL_STAT_NERR];	/* the last slot also counts others */

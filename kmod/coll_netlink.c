@@ -480,6 +480,11 @@ static int coll_nl_pstat_fill(struct sk_buff *msg, u32 prim,
 		if (nla_put_u64_64bit(msg, COLLECTIVE_A_PRIM_STATS_HIST,
 				      ps->hist[i], COLLECTIVE_A_PRIM_STATS_PAD))
 			return -EMSGSIZE;
+	for (i = 0; i < COLLECTIVE_HIST_BUCKETS; i++)
+		if (nla_put_u64_64bit(msg, COLLECTIVE_A_PRIM_STATS_HIST_BYTES,
+				      ps->hist_bytes[i],
+				      COLLECTIVE_A_PRIM_STATS_PAD))
+			return -EMSGSIZE;
 	for (i = 0; i < COLL_ALGO_MAX; i++) {
 		if (!ps->algo[i])
 			continue;

@@ -74,6 +74,7 @@ void coll_stats_task_done(struct coll_task *task, int status)
 	if (task->t_start)
 		ps->time_ns += ktime_get_ns() - task->t_start;
 	ps->hist[coll_stats_bucket(task->bytes)]++;
+	ps->hist_bytes[coll_stats_bucket(task->bytes)] += task->bytes;
 	if (task->desc.algo < COLL_ALGO_MAX)
 		ps->algo[task->desc.algo]++;
 }
