@@ -5,6 +5,9 @@
 #   unit      native unit tests of the schedules (no guest): the full set
 #   native    native tests of the library and the tools (no device)
 #   guest     the kselftest-harness selftests inside one qemu guest
+#   netlink   the generic netlink family in one qemu guest: collctl and the
+#             kernel's YNL CLI (tools/ynl/cli.py) against each other, every
+#             tunable's effect, permissions, extack, op show, monitor, diag
 #   hosts     ranks spread over 2 and 3 guests (hosts.sh): every primitive
 #             across hosts, each transport, element by element; then faults
 #             in the middle of a large collective (hosts-faults.sh): a link
@@ -23,7 +26,7 @@
 # Guest suites take the machine's guest lock ($COLL_GUEST_LOCK, default
 # /tmp/coll-guest.lock): with two cores, never two guest jobs at once.
 #
-# usage: selftests/run-all.sh [SUITE...]     (default: unit native guest hosts)
+# usage: selftests/run-all.sh [SUITE...]     (default: unit native guest netlink hosts)
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -75,13 +78,15 @@ hosts_suite() {
 }
 
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(unit native guest hosts)
+[ ${#suites[@]} -gt 0 ] || suites=(unit native guest netlink hosts)
 for s in "${suites[@]}"; do
 	case $s in
 	unit)	run_suite unit make -s -C selftests/unit run ;;
 	native)	run_suite native sh -c 'make -s -C userlib check && make -s -C tools check' ;;
 	guest)	run_suite guest flock "$lock" selftests/rig/vm.sh --name selftests \
 			--mem 4G --timeout 2400 -- selftests/guest-run.sh ;;
+	netlink) run_suite netlink flock "$lock" selftests/rig/vm.sh --name netlink \
+			--mem 2G --timeout 600 -- selftests/netlink-guest.sh ;;
 	hosts)	run_suite hosts hosts_suite ;;
 	rdma2)	run_suite rdma2 flock "$lock" selftests/rig/test-rdma-2guest.sh ;;
 	rexec)	run_suite rexec selftests/rig/test-rexec.sh ;;
