@@ -575,6 +575,13 @@ out_put:
 	return err;
 }
 
+/* A communicator's statistics are one message: make room for all of it. */
+static int coll_nl_stats_get_start(struct netlink_callback *cb)
+{
+	cb->min_dump_alloc = COLL_NL_STATS_SIZE;
+	return 0;
+}
+
 static int coll_nl_stats_get_dumpit(struct sk_buff *skb,
 				    struct netlink_callback *cb)
 {
@@ -679,6 +686,7 @@ static const struct genl_ops coll_nl_ops[] = {
 	{
 		.cmd = COLLECTIVE_CMD_STATS_GET,
 		.doit = coll_nl_stats_get_doit,
+		.start = coll_nl_stats_get_start,
 		.dumpit = coll_nl_stats_get_dumpit,
 		.policy = collective_stats_get_nl_policy,
 		.maxattr = COLLECTIVE_A_STATS_COMM,
