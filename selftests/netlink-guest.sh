@@ -166,7 +166,7 @@ else
 fi
 
 # ---- a rank withholding its call; per-communicator tuning by its owner ------
-"${NOBODY[@]}" "$RUN" -n 2 -t 120 "$LOAD" -w 1:12 -H 2 -r "$T/wh.ready" > "$T/wh.log" 2>&1 &
+"${NOBODY[@]}" "$RUN" -n 2 -t 120 "$LOAD" -w 1:12 -H 8 -r "$T/wh.ready" > "$T/wh.log" 2>&1 &
 i=0
 until [ -n "$("${NOBODY[@]}" $C -j op show 2>/dev/null | $PY -c 'import json,sys; print(json.load(sys.stdin) or "")')" ] || [ $i -ge 100 ]; do
 	sleep 0.1; i=$((i + 1))
