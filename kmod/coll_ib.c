@@ -8,6 +8,15 @@
  * away (rdma link delete, the driver unloading), every link on it fails,
  * which kills its communicators, and the removal waits until the last of
  * them has let go.
+ *
+ * Each record also pools fast-registration memory regions (FRWR) for the
+ * grants of zero-copy reads: a grant takes a region per stretch of up to
+ * mr_pages pages and gives it back when the collective ends.  Only a
+ * region whose LOCAL_INV completed goes back into the pool: one that could
+ * not be invalidated (its link died first) is deregistered, since its key
+ * would otherwise stay valid in the protection domain every link on the
+ * device shares.  At most mr_pool regions wait in a pool; beyond that they
+ * are deregistered.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -72,6 +81,61 @@ u32 coll_ib_count(void)
 	return atomic_read(&coll_ibdevs_count);
 }
 
+/**
+ * coll_ibdev_mr_get() - a fast-registration region for a grant
+ * @d: the device, referenced by the caller
+ *
+ * Locks: takes d->lock.
+ *
+ * Return: an invalidated region of the pool (its key's last byte moves on
+ * before it is registered again), else a new one mapping up to
+ * @d->mr_pages pages, or an ERR_PTR.
+ */
+struct ib_mr *coll_ibdev_mr_get(struct coll_ibdev *d)
+{
+	struct ib_mr *mr;
+
+	spin_lock(&d->lock);
+	mr = list_first_entry_or_null(&d->mrs, struct ib_mr, qp_entry);
+	if (mr) {
+		list_del_init(&mr->qp_entry);
+		d->nmrs--;
+	}
+	spin_unlock(&d->lock);
+	if (mr) {
+		atomic64_inc(&coll_stats.mr_reuses);
+		return mr;
+	}
+	mr = ib_alloc_mr(d->pd, IB_MR_TYPE_MEM_REG, d->mr_pages);
+	if (!IS_ERR(mr))
+		atomic64_inc(&coll_stats.mr_allocs);
+	return mr;
+}
+
+/**
+ * coll_ibdev_mr_put() - a grant's region is done with
+ * @d: the device it came from
+ * @mr: the region
+ * @invalidated: its LOCAL_INV completed (no key of it is valid)
+ *
+ * Locks: takes d->lock.  May sleep (deregistering).
+ */
+void coll_ibdev_mr_put(struct coll_ibdev *d, struct ib_mr *mr,
+		       bool invalidated)
+{
+	if (invalidated) {
+		spin_lock(&d->lock);
+		if (d->nmrs < READ_ONCE(coll_mr_pool)) {
+			list_add(&mr->qp_entry, &d->mrs);
+			d->nmrs++;
+			mr = NULL;
+		}
+		spin_unlock(&d->lock);
+	}
+	if (mr)
+		ib_dereg_mr(mr);
+}
+
 /* Locks: d->lock.  A link on the device, failed if the device goes. */
 void coll_ibdev_add_link(struct coll_ibdev *d, struct list_head *node)
 {
@@ -105,6 +169,9 @@ static int coll_ib_add(struct ib_device *ib)
 	init_completion(&d->released);
 	spin_lock_init(&d->lock);
 	INIT_LIST_HEAD(&d->links);
+	INIT_LIST_HEAD(&d->mrs);
+	d->mr_pages = min_t(u32, COLL_IB_MR_PAGES,
+			    ib->attrs.max_fast_reg_page_list_len);
 	d->ib = ib;
 	mutex_lock(&coll_ibdevs_lock);
 	list_add_tail(&d->node, &coll_ibdevs);
@@ -117,6 +184,7 @@ static int coll_ib_add(struct ib_device *ib)
 static void coll_ib_remove(struct ib_device *ib, void *data)
 {
 	struct coll_ibdev *d = data;
+	struct ib_mr *mr, *t;
 
 	mutex_lock(&coll_ibdevs_lock);
 	d->removing = true;
@@ -128,6 +196,10 @@ static void coll_ib_remove(struct ib_device *ib, void *data)
 	coll_ibdev_put(d);
 	/* every link on it is gone, and every region of its grants */
 	wait_for_completion(&d->released);
+	list_for_each_entry_safe(mr, t, &d->mrs, qp_entry) {
+		list_del(&mr->qp_entry);
+		ib_dereg_mr(mr);
+	}
 	ib_dealloc_pd(d->pd);
 	kfree(d);
 }

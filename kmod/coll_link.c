@@ -448,3 +448,53 @@ void coll_rread_complete(struct coll_rread *rr, int status)
 	smp_store_release(&rr->done, true);
 	wake_up_all(rr->wq);
 }
+
+/**
+ * coll_link_poll_begin() - take the completions of @comm's links to poll
+ * @comm: a communicator spanning hosts
+ * @p: filled with the links (of the first COLL_POLL_LINKS peer hosts)
+ *     whose transport busy-polls and whose completions nobody else polls,
+ *     each referenced and owned until coll_link_poll_end()
+ *
+ * Locks: takes comm->links_lock.  Context: process.
+ */
+void coll_link_poll_begin(struct coll_comm *comm, struct coll_poll *p)
+{
+	u32 h;
+
+	p->n = 0;
+	mutex_lock(&comm->links_lock);
+	for (h = 0; h < comm->hosts->nhosts && p->n < COLL_POLL_LINKS; h++) {
+		struct coll_link *l = comm->links[h];
+
+		if (!l || !l->ops->poll_begin || READ_ONCE(l->dead))
+			continue;
+		if (!l->ops->poll_begin(l))
+			continue;
+		coll_link_get(l);
+		p->l[p->n++] = l;
+	}
+	mutex_unlock(&comm->links_lock);
+}
+
+/* Handle what has come on the links of @p.  Return: completions handled. */
+int coll_link_poll(struct coll_poll *p)
+{
+	int i, n = 0;
+
+	for (i = 0; i < p->n; i++)
+		n += p->l[i]->ops->poll(p->l[i]);
+	return n;
+}
+
+/* Let go of the links of @p (their completions go back to interrupts). */
+void coll_link_poll_end(struct coll_poll *p)
+{
+	int i;
+
+	for (i = 0; i < p->n; i++) {
+		p->l[i]->ops->poll_end(p->l[i]);
+		coll_link_put(p->l[i]);
+	}
+	p->n = 0;
+}

@@ -77,6 +77,8 @@ struct coll_stats {
 	atomic64_t reqs;
 	atomic64_t kbytes;
 	atomic64_t plans;
+	atomic64_t mr_allocs;		/* FRWR regions allocated */
+	atomic64_t mr_reuses;		/* taken from a device's pool */
 };
 
 /* coll_main.c */
@@ -85,6 +87,9 @@ extern struct workqueue_struct *coll_wq;
 extern unsigned int coll_join_timeout_ms;
 extern unsigned int coll_default_algo;
 extern unsigned int coll_ring_chunk_bytes;
+extern unsigned int coll_mr_pool;
+extern unsigned int coll_busy_poll_us;
+extern unsigned int coll_rdma_qps;
 extern unsigned int coll_exec_chunk_bytes;
 extern unsigned int coll_solo_bytes;
 extern unsigned int coll_spin_ns;
@@ -499,6 +504,14 @@ struct coll_link_ops {
 		     u32 *nexp, void **cookie);
 	/* Invalidate and free a grant.  May sleep; never in a CQ's context. */
 	void (*revoke)(void *cookie);
+	/*
+	 * Busy polling (optional): own the link's completions (false: someone
+	 * else does), handle what has come (how many), let go.  Process
+	 * context, with a reference on the link.
+	 */
+	bool (*poll_begin)(struct coll_link *l);
+	int (*poll)(struct coll_link *l);
+	void (*poll_end)(struct coll_link *l);
 	/* Stop all I/O; pending reads complete with an error.  May sleep. */
 	void (*shutdown)(struct coll_link *l);
 	void (*free)(struct coll_link *l);
@@ -553,6 +566,17 @@ void coll_link_discard(struct coll_link *l);
 void coll_link_expire(struct coll_link *l);
 int coll_link_attach(struct coll_comm *comm, struct coll_link *l);
 
+/* The links a waiting rank busy-polls (coll_link_poll_begin()). */
+#define COLL_POLL_LINKS	16
+struct coll_poll {
+	int n;
+	struct coll_link *l[COLL_POLL_LINKS];	/* owned, referenced */
+};
+
+void coll_link_poll_begin(struct coll_comm *comm, struct coll_poll *p);
+int coll_link_poll(struct coll_poll *p);
+void coll_link_poll_end(struct coll_poll *p);
+
 /* coll_xhost.c: collectives across hosts (rounds, agreement, data) */
 bool coll_xhost_spans(const struct coll_task *task);
 bool coll_xhost_heard_last(struct coll_task *task, u32 host);
@@ -577,7 +601,29 @@ int coll_net_init(void);
 void coll_net_exit(void);
 int coll_net_listen(struct net *net);
 
+/* coll_cq.c: completion queues, from interrupts or busy-polled */
+#define COLL_CQ_BATCH	16
+enum { COLL_CQ_OWNED, COLL_CQ_MISSED };
+
+struct ib_cq;
+struct coll_cq {
+	struct ib_cq *cq;
+	unsigned long flags;		/* COLL_CQ_*: one poller at a time */
+	struct work_struct work;	/* polls after an event */
+	struct ib_wc *wc;		/* COLL_CQ_BATCH, the owner's */
+};
+
+int coll_cq_init(void);
+void coll_cq_exit(void);
+int coll_cq_create(struct coll_cq *c, struct ib_device *ib, int cqe);
+void coll_cq_destroy(struct coll_cq *c);
+bool coll_cq_own(struct coll_cq *c);
+int coll_cq_process(struct coll_cq *c, int budget);
+void coll_cq_release(struct coll_cq *c, bool more);
+
 /* coll_ib.c: RDMA devices */
+
+#define COLL_IB_MR_PAGES	512	/* pages per memory region, at most */
 struct ib_device;
 struct ib_pd;
 
@@ -587,8 +633,11 @@ struct coll_ibdev {
 	struct ib_device *ib;
 	struct ib_pd *pd;
 	bool removing;			/* coll_ibdevs_lock */
-	spinlock_t lock;		/* links */
+	spinlock_t lock;		/* links, mrs, nmrs */
 	struct list_head links;		/* struct coll_rdma.dev_node */
+	struct list_head mrs;		/* invalidated regions (qp_entry) */
+	unsigned int nmrs;
+	u32 mr_pages;			/* pages one region maps, at most */
 	struct completion released;	/* the last reference is gone */
 };
 
@@ -599,6 +648,9 @@ void coll_ibdev_put(struct coll_ibdev *d);
 void coll_ibdev_add_link(struct coll_ibdev *d, struct list_head *node);
 void coll_ibdev_del_link(struct coll_ibdev *d, struct list_head *node);
 u32 coll_ib_count(void);
+struct ib_mr *coll_ibdev_mr_get(struct coll_ibdev *d);
+void coll_ibdev_mr_put(struct coll_ibdev *d, struct ib_mr *mr,
+		       bool invalidated);
 
 /* coll_xport_rdma.c: the RDMA transport */
 struct rdma_cm_id;

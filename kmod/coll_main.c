@@ -80,6 +80,21 @@ module_param_named(hier_bytes, coll_hier_bytes, uint, 0644);
 MODULE_PARM_DESC(hier_bytes,
 		 "Across hosts laid out host by host, automatic choice: AllReduce, AllGather and Broadcast whose result buffer holds this many bytes or more run HIER, smaller ones DIRECT (the same on every host)");
 
+unsigned int coll_mr_pool = 64;
+module_param_named(mr_pool, coll_mr_pool, uint, 0644);
+MODULE_PARM_DESC(mr_pool,
+		 "Invalidated fast-registration memory regions kept per RDMA device for the next grants (0: allocate one for every grant)");
+
+unsigned int coll_rdma_qps = 1;
+module_param_named(rdma_qps, coll_rdma_qps, uint, 0644);
+MODULE_PARM_DESC(rdma_qps,
+		 "Queue pairs to each peer host over RDMA, 1 to 8, for communicators created after the change: the first carries the frames, the reads of large rounds are spread over all");
+
+unsigned int coll_busy_poll_us;
+module_param_named(busy_poll_us, coll_busy_poll_us, uint, 0644);
+MODULE_PARM_DESC(busy_poll_us,
+		 "0: RDMA completions are handled from their interrupts; N: a rank waiting on a peer host polls its communicator's RDMA completion queues itself for up to N us before it sleeps (many small messages)");
+
 unsigned int coll_plan_cache_size = 16;
 module_param_named(plan_cache, coll_plan_cache_size, uint, 0644);
 MODULE_PARM_DESC(plan_cache,
@@ -156,6 +171,8 @@ static int coll_ioctl_info(struct coll_file *cf, struct coll_ucmd *ucmd)
 	arg->out_max_comms = READ_ONCE(coll_max_comms);
 	arg->out_port = READ_ONCE(coll_port);
 	arg->out_rdma_devs = coll_ib_count();
+	arg->out_mr_allocs = atomic64_read(&coll_stats.mr_allocs);
+	arg->out_mr_reuses = atomic64_read(&coll_stats.mr_reuses);
 	/* Nothing else happens: write it all back, as much as the caller has. */
 	if (copy_to_user(ucmd->ubuf, arg,
 			 min_t(u32, ucmd->usize, sizeof(*arg))))
@@ -282,9 +299,12 @@ static int __init coll_init(void)
 	coll_wq = alloc_workqueue("collective", WQ_UNBOUND, 0);
 	if (!coll_wq)
 		return -ENOMEM;
-	ret = coll_ib_init();
+	ret = coll_cq_init();
 	if (ret)
 		goto err_destroy_wq;
+	ret = coll_ib_init();
+	if (ret)
+		goto err_cq_exit;
 	ret = coll_net_init();
 	if (ret)
 		goto err_ib_exit;
@@ -302,6 +322,8 @@ err_net_exit:
 	coll_net_exit();
 err_ib_exit:
 	coll_ib_exit();
+err_cq_exit:
+	coll_cq_exit();
 err_destroy_wq:
 	destroy_workqueue(coll_wq);
 	return ret;
@@ -314,6 +336,7 @@ static void __exit coll_exit(void)
 	/* links still going down let go of their devices in the workqueue */
 	flush_workqueue(coll_wq);
 	coll_ib_exit();
+	coll_cq_exit();
 	destroy_workqueue(coll_wq);
 	coll_nl_exit();
 }

@@ -342,10 +342,43 @@ static bool coll_exec_started(struct coll_task *task, u32 round)
  * sleeping costs a wake-up, often an IPI, and two context switches), then
  * sleep, killable for user threads, idle for work items.
  */
+/*
+ * Busy polling (module parameter busy_poll_us): before it spins and sleeps,
+ * a rank of a communicator spanning hosts polls the completion queues of
+ * its links itself, so what a peer host sends reaches the collective
+ * without an interrupt, a work item and a wake-up in between.  As the spin
+ * below, only while no one else wants this CPU.
+ */
+static void coll_exec_busy_poll(struct coll_task *task, bool killable,
+				coll_exec_cond cond, u32 round)
+{
+	u32 us = READ_ONCE(coll_busy_poll_us);
+	struct coll_poll p;
+	u64 until;
+
+	if (!us || !task->comm->hosts || cond(task, round))
+		return;
+	coll_link_poll_begin(task->comm, &p);
+	if (!p.n)
+		return;
+	until = local_clock() + (u64)us * NSEC_PER_USEC;
+	while (!cond(task, round) && local_clock() < until) {
+		if (need_resched() || !single_task_running() ||
+		    (killable && fatal_signal_pending(current)))
+			break;
+		if (!coll_link_poll(&p))
+			cpu_relax();
+	}
+	coll_link_poll_end(&p);
+}
+
 static int coll_exec_sleep(struct coll_task *task, bool killable,
 			   coll_exec_cond cond, u32 round)
 {
-	u64 until = local_clock() + coll_tune_get(task->comm, COLL_TUNE_SPIN_NS);
+	u64 until;
+
+	coll_exec_busy_poll(task, killable, cond, round);
+	until = local_clock() + coll_tune_get(task->comm, COLL_TUNE_SPIN_NS);
 
 	/* As KVM's halt polling: only while no one else wants this CPU. */
 	while (!cond(task, round) && local_clock() < until) {

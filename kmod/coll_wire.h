@@ -34,6 +34,8 @@
 
 /* coll_wire_hello.flags */
 #define COLL_WIRE_F_RDMA	0x1	/* this is the RDMA connection */
+#define COLL_WIRE_F_CHAN	0x0f00	/* RDMA: which queue pair (0: frames) */
+#define COLL_WIRE_F_CHAN_SHIFT	8
 
 struct coll_wire_hello {
 	__le32 magic;

@@ -17,8 +17,19 @@
  * buffers with fast-registration memory regions (FRWR, rkeys sent with
  * READY(0)), and the peers RDMA READ what they need.  The grant lasts the
  * collective: when it ends (every peer has said it is done reading), the
- * regions are invalidated (LOCAL_INV) and deregistered before the pages
- * are unpinned, so no stale key can reach them.
+ * regions are invalidated (LOCAL_INV) before the pages are unpinned, so no
+ * stale key can reach them, and go back to the device's pool (coll_ib.c)
+ * for the next grants; a region whose link died before it could be
+ * invalidated is deregistered instead.
+ *
+ * With module parameter rdma_qps above 1, the connecting host opens more
+ * queue pairs to each peer (data channels, their HELLO says which), each
+ * authenticated as the first; they join the link once it is attached, and
+ * the link spreads its reads over all of them (the peers' grants are
+ * regions of the device's protection domain, which every queue pair on it
+ * reaches).  Frames stay on the first, so their order holds.  A channel
+ * that fails fails the communicator, as the link would; it goes down with
+ * the link.
  *
  * The connection proves knowledge of the id as the TCP one does
  * (coll_wire.h): HELLO in the connect request's private data, REPLY in the
@@ -47,8 +58,8 @@
 #define COLL_RDMA_MSG		SZ_64K	/* a frame, header included */
 #define COLL_RDMA_SQ		256	/* send queue: sends, reads, REG, INV */
 #define COLL_RDMA_CM_MS		3000	/* address and route resolution */
-#define COLL_RDMA_MR_PAGES	512	/* pages per memory region, at most */
 #define COLL_RDMA_MAX_UNPROVEN	16	/* accepted links without a PROOF yet */
+#define COLL_RDMA_MAX_QPS	8	/* queue pairs per peer host, at most */
 
 /*
  * Accepted links whose peer has not proven itself yet, module-wide: each
@@ -79,13 +90,19 @@ struct coll_rdma {
 					 * link's shutdown
 					 */
 	struct list_head dev_node;	/* dev->links */
-	struct ib_cq *cq;
+	struct coll_cq cq;		/* sends, reads, receives */
 	struct ib_qp *qp;
 	bool active;			/* we connected */
 	bool authed;			/* PROOF checked (passive side) */
 	bool unproven;			/* counted in coll_rdma_unproven */
 	bool connected;
 	bool peer_closed;		/* the peer disconnected */
+	u32 channel;			/* 0: the link; else a data channel */
+
+	/* the link's data channels (channel 0 only) */
+	struct coll_rdma *chan[COLL_RDMA_MAX_QPS - 1];	/* link.lock */
+	u32 nchan;			/* link.lock */
+	u32 next_qp;			/* link.lock: reads, round robin */
 
 	/* the connection being made */
 	struct completion cm_done;
@@ -211,6 +228,7 @@ static int coll_rdma_post_recv(struct coll_rdma_buf *b)
 
 static void coll_rdma_kick(struct coll_rdma *r);
 static int coll_rdma_send_credit(struct coll_rdma *r);
+static int coll_rdma_attach_chan(struct coll_rdma *r);
 
 /* An accepted link's peer proved itself (or the link goes): uncount it. */
 static void coll_rdma_proven(struct coll_rdma *r)
@@ -272,6 +290,9 @@ static int coll_rdma_frame(struct coll_rdma *r, const void *data, u32 len)
 		WRITE_ONCE(r->link.last_rx, jiffies);
 		return plen || h->seq || h->round || h->arg ? -EPROTO : 0;
 	}
+	/* a data channel carries reads, and pings for its liveness */
+	if (r->channel && h->type != COLL_MSG_PING)
+		return -EPROTO;
 	m = coll_msg_alloc(plen);
 	if (!m)
 		return -ENOMEM;
@@ -300,7 +321,8 @@ static void coll_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		if (!err) {
 			r->authed = true;
 			coll_rdma_proven(r);
-			err = coll_link_attach(r->link.comm, &r->link);
+			err = r->channel ? coll_rdma_attach_chan(r) :
+			      coll_link_attach(r->link.comm, &r->link);
 			if (err) {
 				/* a duplicate, or too late: goes down quietly */
 				coll_link_fail(&r->link, -ECONNRESET,
@@ -474,7 +496,8 @@ static int coll_rdma_send_credit(struct coll_rdma *r)
 
 struct coll_rdma_rd {
 	struct ib_cqe cqe;
-	struct coll_rdma *r;
+	struct coll_rdma *r;		/* the queue pair's (referenced) */
+	struct coll_link *acct;		/* the link's (referenced): bytes */
 	struct coll_rread *rr;
 	atomic_t pending;
 	int status;
@@ -505,8 +528,9 @@ static void coll_rdma_read_done(struct ib_cq *cq, struct ib_wc *wc)
 		ib_dma_unmap_page(coll_rdma_ib(r), rd->map[i].dma,
 				  rd->map[i].len, DMA_FROM_DEVICE);
 	if (!rd->status)
-		atomic64_add(rd->rr->len, &r->link.bytes_rx);
+		atomic64_add(rd->rr->len, &rd->acct->bytes_rx);
 	coll_rread_complete(rd->rr, rd->status);
+	coll_link_put(rd->acct);
 	coll_link_put(&r->link);
 	kfree(rd);
 }
@@ -521,9 +545,29 @@ static struct page *coll_rdma_page(void *p)
  * kernel memory at @rr->sink, a page at a time into as many scatter
  * entries as a read takes, in as many reads as that needs.
  */
+/*
+ * The queue pair for the next read of @p's link: its own or one of its
+ * data channels, in turn.  Return: it, with a reference on its link.
+ */
+static struct coll_rdma *coll_rdma_pick(struct coll_rdma *p)
+{
+	struct coll_rdma *r = p;
+	u32 i;
+
+	spin_lock(&p->link.lock);
+	if (p->nchan) {
+		i = p->next_qp++ % (p->nchan + 1);
+		if (i)
+			r = p->chan[i - 1];
+	}
+	coll_link_get(&r->link);
+	spin_unlock(&p->link.lock);
+	return r;
+}
+
 static int coll_rdma_read(struct coll_link *l, struct coll_rread *rr)
 {
-	struct coll_rdma *r = coll_rdma_of(l);
+	struct coll_rdma *r = coll_rdma_pick(coll_rdma_of(l));
 	struct ib_device *ib = coll_rdma_ib(r);
 	int npages = DIV_ROUND_UP(offset_in_page(rr->sink) + rr->len,
 				  PAGE_SIZE), i, k, nwr, err;
@@ -540,7 +584,7 @@ static int coll_rdma_read(struct coll_link *l, struct coll_rread *rr)
 		err = -ENOMEM;
 		goto err_free;
 	}
-	rd->r = r;
+	rd->r = r;			/* holds the pick's reference */
 	rd->rr = rr;
 	rd->cqe.done = coll_rdma_read_done;
 	for (i = 0; done < rr->len; i++) {
@@ -585,6 +629,7 @@ static int coll_rdma_read(struct coll_link *l, struct coll_rread *rr)
 		goto err_unmap;
 	atomic_set(&rd->pending, nwr);
 	rd->nwr = nwr;
+	rd->acct = l;
 	coll_link_get(l);
 	err = coll_rdma_post(r, &wr[0].wr);
 	if (err) {
@@ -604,6 +649,7 @@ err_free:
 	kfree(rd);
 	kfree(sge);
 	kfree(wr);
+	coll_link_put(&r->link);	/* the pick's */
 	return err;
 }
 
@@ -675,14 +721,16 @@ static int coll_rdma_post_wait(struct coll_rdma *r, struct ib_send_wr *wr)
 	return w.status;
 }
 
-static void coll_rdma_mr_free(struct coll_rdma *r, struct coll_rdma_mr *m)
+/* @invalidated: no key of the region is valid (back to the pool). */
+static void coll_rdma_mr_free(struct coll_rdma *r, struct coll_rdma_mr *m,
+			      bool invalidated)
 {
 	if (m->nents)
 		ib_dma_unmap_sg(coll_rdma_ib(r), m->sgt.sgl, m->sgt.orig_nents,
 				DMA_BIDIRECTIONAL);
 	sg_free_table(&m->sgt);
 	if (m->mr)
-		ib_dereg_mr(m->mr);
+		coll_ibdev_mr_put(r->dev, m->mr, invalidated);
 }
 
 /*
@@ -720,7 +768,7 @@ static int coll_rdma_mr_reg(struct coll_rdma *r, struct coll_obuf *ob,
 	m->nents = ib_dma_map_sg(ib, m->sgt.sgl, n, DMA_BIDIRECTIONAL);
 	if (!m->nents)
 		return -ENOMEM;
-	m->mr = ib_alloc_mr(r->dev->pd, IB_MR_TYPE_MEM_REG, m->nents);
+	m->mr = coll_ibdev_mr_get(r->dev);
 	if (IS_ERR(m->mr)) {
 		err = PTR_ERR(m->mr);
 		m->mr = NULL;
@@ -744,8 +792,7 @@ static int coll_rdma_grant(struct coll_link *l, struct coll_obuf *ob, u64 pos,
 			   u32 *nexp, void **cookie)
 {
 	struct coll_rdma *r = coll_rdma_of(l);
-	u32 per = min_t(u32, COLL_RDMA_MR_PAGES,
-			coll_rdma_ib(r)->attrs.max_fast_reg_page_list_len);
+	u32 per = r->dev->mr_pages;
 	u64 at = ob->first_off + pos;	/* byte 0's place in the obuf's pages */
 	unsigned long p0 = at >> PAGE_SHIFT;
 	unsigned long np = DIV_ROUND_UP(at + len, PAGE_SIZE) - p0, p;
@@ -775,8 +822,9 @@ static int coll_rdma_grant(struct coll_link *l, struct coll_obuf *ob, u64 pos,
 		m->addr = m->mr ? m->mr->iova : 0;
 	}
 	if (err) {
+		/* registered regions keep valid keys: deregistered */
 		for (k = 0; k < g->nmr; k++)
-			coll_rdma_mr_free(r, &g->mr[k]);
+			coll_rdma_mr_free(r, &g->mr[k], false);
 		kfree(g);
 		return err;
 	}
@@ -805,11 +853,15 @@ static void coll_rdma_revoke(void *cookie)
 			.opcode = IB_WR_LOCAL_INV,
 			.ex.invalidate_rkey = g->mr[k].mr->rkey,
 		};
+		bool inv = false;
 
-		/* a dead QP reaches nothing: deregistering is enough */
+		/*
+		 * A dead QP reaches nothing, but the key stays valid in the
+		 * domain until the region is deregistered.
+		 */
 		if (!READ_ONCE(r->link.dead))
-			coll_rdma_post_wait(r, &wr);
-		coll_rdma_mr_free(r, &g->mr[k]);
+			inv = !coll_rdma_post_wait(r, &wr);
+		coll_rdma_mr_free(r, &g->mr[k], inv);
 	}
 	coll_link_put(&r->link);
 	kfree(g);
@@ -848,15 +900,11 @@ static int coll_rdma_setup_qp(struct coll_rdma *r)
 	coll_ibdev_add_link(r->dev, &r->dev_node);
 	ib = coll_rdma_ib(r);
 	r->max_sge = clamp_t(u32, ib->attrs.max_sge_rd, 1, 32);
-	r->cq = ib_alloc_cq(ib, r, COLL_RDMA_SQ + COLL_RDMA_RECV + 8, 0,
-			    IB_POLL_WORKQUEUE);
-	if (IS_ERR(r->cq)) {
-		err = PTR_ERR(r->cq);
-		r->cq = NULL;
+	err = coll_cq_create(&r->cq, ib, COLL_RDMA_SQ + COLL_RDMA_RECV + 8);
+	if (err)
 		return err;
-	}
-	qa.send_cq = r->cq;
-	qa.recv_cq = r->cq;
+	qa.send_cq = r->cq.cq;
+	qa.recv_cq = r->cq.cq;
 	qa.qp_type = IB_QPT_RC;
 	qa.sq_sig_type = IB_SIGNAL_REQ_WR;
 	qa.cap.max_send_wr = COLL_RDMA_SQ;
@@ -910,7 +958,18 @@ static bool coll_rdma_tx_idle(struct coll_rdma *r)
 static void coll_rdma_shutdown(struct coll_link *l)
 {
 	struct coll_rdma *r = coll_rdma_of(l);
+	struct coll_rdma *chan[ARRAY_SIZE(r->chan)];
 	struct coll_msg *m, *t;
+	u32 i, n;
+
+	/* the data channels first: dead with the link (it is dead) */
+	spin_lock(&l->lock);
+	n = r->nchan;
+	memcpy(chan, r->chan, n * sizeof(*chan));
+	r->nchan = 0;
+	spin_unlock(&l->lock);
+	for (i = 0; i < n; i++)
+		coll_link_discard(&chan[i]->link);
 
 	/*
 	 * An orderly leave: the BYE, and every frame before it, reaches the
@@ -937,10 +996,7 @@ static void coll_rdma_shutdown(struct coll_link *l)
 		rdma_destroy_id(r->cm);
 		r->cm = NULL;
 	}
-	if (r->cq) {
-		ib_free_cq(r->cq);
-		r->cq = NULL;
-	}
+	coll_cq_destroy(&r->cq);
 	if (r->dev)
 		coll_rdma_free_bufs(r);
 	list_for_each_entry_safe(m, t, &r->tx_wait, node) {
@@ -955,6 +1011,22 @@ static void coll_rdma_shutdown(struct coll_link *l)
 	 */
 	if (r->dev)
 		coll_ibdev_del_link(r->dev, &r->dev_node);
+}
+
+/* Busy polling by a waiting rank (module parameter busy_poll_us). */
+static bool coll_rdma_poll_begin(struct coll_link *l)
+{
+	return coll_cq_own(&coll_rdma_of(l)->cq);
+}
+
+static int coll_rdma_poll(struct coll_link *l)
+{
+	return coll_cq_process(&coll_rdma_of(l)->cq, COLL_CQ_BATCH);
+}
+
+static void coll_rdma_poll_end(struct coll_link *l)
+{
+	coll_cq_release(&coll_rdma_of(l)->cq, false);
 }
 
 /*
@@ -982,6 +1054,9 @@ static void coll_rdma_info(struct coll_link *l, struct coll_peer_info *pi)
 		return;
 	strscpy(pi->ibdev, dev_name(&r->dev->ib->dev), sizeof(pi->ibdev));
 	pi->rdma_port = cm->port_num;
+	spin_lock(&l->lock);
+	pi->qps = 1 + r->nchan;
+	spin_unlock(&l->lock);
 	rdma_read_gids(cm, &sgid, &dgid);
 	memcpy(pi->gid, sgid.raw, sizeof(pi->gid));
 	if (!ib_query_port(r->dev->ib, cm->port_num, &pa)) {
@@ -1007,6 +1082,9 @@ static const struct coll_link_ops coll_rdma_ops = {
 	.read = coll_rdma_read,
 	.grant = coll_rdma_grant,
 	.revoke = coll_rdma_revoke,
+	.poll_begin = coll_rdma_poll_begin,
+	.poll = coll_rdma_poll,
+	.poll_end = coll_rdma_poll_end,
 	.shutdown = coll_rdma_shutdown,
 	.free = coll_rdma_free,
 	.info = coll_rdma_info,
@@ -1172,13 +1250,14 @@ static void coll_rdma_sockaddr(const struct coll_host *hst,
 	}
 }
 
-static void coll_rdma_hello(struct coll_comm *comm, u32 host,
+static void coll_rdma_hello(struct coll_comm *comm, u32 host, u32 channel,
 			    struct coll_wire_hello *hello)
 {
 	memset(hello, 0, sizeof(*hello));
 	hello->magic = cpu_to_le32(COLL_WIRE_MAGIC);
 	hello->version = cpu_to_le16(COLL_WIRE_VERSION);
-	hello->flags = cpu_to_le16(COLL_WIRE_F_RDMA);
+	hello->flags = cpu_to_le16(COLL_WIRE_F_RDMA |
+				   channel << COLL_WIRE_F_CHAN_SHIFT);
 	memcpy(hello->tag, comm->auth.tag, sizeof(hello->tag));
 	hello->src_host = cpu_to_le16(comm->hosts->self);
 	hello->dst_host = cpu_to_le16(host);
@@ -1189,6 +1268,60 @@ static void coll_rdma_hello(struct coll_comm *comm, u32 host,
 static void coll_rdma_discard(struct coll_rdma *r)
 {
 	coll_link_discard(&r->link);
+}
+
+/*
+ * A data channel proved itself (or we connected it): it joins the link to
+ * its host, attached (its failure fails the communicator), and goes down
+ * with it.  Only on the link's device: the peer's grants are in its
+ * protection domain.  Locks: the channel's link.lock, then the link's
+ * (nested); takes comm->links_lock before.
+ */
+static int coll_rdma_attach_chan(struct coll_rdma *r)
+{
+	struct coll_comm *comm = r->link.comm;
+	struct coll_link *l;
+	struct coll_rdma *p;
+	int err = 0;
+	u32 i;
+
+	mutex_lock(&comm->links_lock);
+	l = comm->links[r->link.host];
+	if (l && l->ops == r->link.ops)
+		coll_link_get(l);
+	else
+		l = NULL;
+	mutex_unlock(&comm->links_lock);
+	if (!l)
+		return -ENOENT;
+	p = coll_rdma_of(l);
+	if (p->dev != r->dev) {
+		err = -EXDEV;
+		goto out;
+	}
+	spin_lock(&r->link.lock);
+	spin_lock_nested(&p->link.lock, SINGLE_DEPTH_NESTING);
+	if (r->link.dead || p->link.dead)
+		err = -ECONNRESET;
+	else if (p->nchan == ARRAY_SIZE(p->chan))
+		err = -EBUSY;
+	for (i = 0; !err && i < p->nchan; i++)
+		if (p->chan[i]->channel == r->channel)
+			err = -EBUSY;
+	if (!err) {
+		p->chan[p->nchan++] = r;
+		WRITE_ONCE(r->link.attached, true);
+	}
+	spin_unlock(&p->link.lock);
+	spin_unlock(&r->link.lock);
+	if (!err) {
+		/* liveness as any link's: pings both ways */
+		WRITE_ONCE(r->link.last_rx, jiffies);
+		coll_link_expire(&r->link);
+	}
+out:
+	coll_link_put(l);
+	return err;
 }
 
 /* PROOF goes as a bare SEND from a send buffer (it takes a credit). */
@@ -1237,7 +1370,7 @@ static int coll_rdma_post_proof(struct coll_rdma *r,
  * -ENODEV / -EHOSTUNREACH / -ECONNREFUSED (RDMA does not reach it: the
  * caller may fall back), or another -errno.
  */
-static int coll_rdma_try(struct coll_comm *comm, u32 host)
+static int coll_rdma_try(struct coll_comm *comm, u32 host, u32 channel)
 {
 	struct rdma_conn_param cp = {};
 	struct coll_wire_proof proof = {
@@ -1252,6 +1385,7 @@ static int coll_rdma_try(struct coll_comm *comm, u32 host)
 	r = coll_rdma_alloc(comm, host, true);
 	if (!r)
 		return -ENOMEM;
+	r->channel = channel;
 	r->cm = rdma_create_id(comm->net, coll_rdma_cm_event, r, RDMA_PS_TCP,
 			       IB_QPT_RC);
 	if (IS_ERR(r->cm)) {
@@ -1276,7 +1410,7 @@ static int coll_rdma_try(struct coll_comm *comm, u32 host)
 	if (err)
 		goto err_discard;
 
-	coll_rdma_hello(comm, host, &r->hello);
+	coll_rdma_hello(comm, host, channel, &r->hello);
 	cp.private_data = &r->hello;
 	cp.private_data_len = sizeof(r->hello);
 	cp.responder_resources = min_t(int, 16,
@@ -1316,7 +1450,8 @@ static int coll_rdma_try(struct coll_comm *comm, u32 host)
 	err = coll_rdma_post_proof(r, &proof);
 	if (err)
 		goto err_discard;
-	err = coll_link_attach(comm, &r->link);
+	err = channel ? coll_rdma_attach_chan(r) :
+	      coll_link_attach(comm, &r->link);
 	if (err)
 		coll_rdma_discard(r);
 	return err;
@@ -1337,14 +1472,14 @@ err_discard:
  * RDMA does not reach the peer (the caller may fall back to TCP), -EPROTO
  * (other tables), -ETIMEDOUT, or another -errno.
  */
-int coll_rdma_connect(struct coll_comm *comm, u32 host,
-		      unsigned long deadline)
+static int coll_rdma_connect_qp(struct coll_comm *comm, u32 host,
+				u32 channel, unsigned long deadline)
 {
 	unsigned int backoff = 20;
 	int err;
 
 	for (;;) {
-		err = coll_rdma_try(comm, host);
+		err = coll_rdma_try(comm, host, channel);
 		if (err != -EAGAIN)
 			return err;
 		if (time_after(jiffies, deadline))
@@ -1354,6 +1489,30 @@ int coll_rdma_connect(struct coll_comm *comm, u32 host,
 		msleep(backoff);
 		backoff = min(backoff * 2, 500U);
 	}
+}
+
+int coll_rdma_connect(struct coll_comm *comm, u32 host,
+		      unsigned long deadline)
+{
+	u32 n = clamp_t(u32, READ_ONCE(coll_rdma_qps), 1, COLL_RDMA_MAX_QPS);
+	u32 ch;
+	int err;
+
+	err = coll_rdma_connect_qp(comm, host, 0, deadline);
+	/*
+	 * Data channels: the link works without them, so one that cannot be
+	 * had (the peer's module allows fewer, a device differs) is left out.
+	 */
+	for (ch = 1; !err && ch < n; ch++) {
+		int e = coll_rdma_connect_qp(comm, host, ch, deadline);
+
+		if (e) {
+			pr_notice("comm %u: host %u: %u of %u RDMA queue pairs (%d)\n",
+				  comm->serial, host, ch, n, e);
+			break;
+		}
+	}
+	return err;
 }
 
 /*
@@ -1374,18 +1533,27 @@ int coll_rdma_request(struct rdma_cm_id *cm, struct rdma_cm_event *ev,
 	struct rdma_conn_param cp = {};
 	struct coll_comm *comm = NULL;
 	struct coll_rdma *r = NULL;
-	u32 src, dst;
+	u32 src, dst, channel, state;
 	int err;
 
 	if (!hello || ev->param.conn.private_data_len < sizeof(*hello) ||
 	    le32_to_cpu(hello->magic) != COLL_WIRE_MAGIC ||
 	    le16_to_cpu(hello->version) != COLL_WIRE_VERSION ||
-	    le16_to_cpu(hello->flags) != COLL_WIRE_F_RDMA)
+	    (le16_to_cpu(hello->flags) & ~COLL_WIRE_F_CHAN) != COLL_WIRE_F_RDMA)
 		goto reject;
 	src = le16_to_cpu(hello->src_host);
 	dst = le16_to_cpu(hello->dst_host);
+	channel = (le16_to_cpu(hello->flags) & COLL_WIRE_F_CHAN) >>
+		  COLL_WIRE_F_CHAN_SHIFT;
+	if (channel >= COLL_RDMA_MAX_QPS) {
+		reply.status = cpu_to_le16(COLL_WIRE_REFUSED);
+		goto reject;
+	}
 	comm = coll_comm_find_tag(net, hello->tag);
-	if (!comm || READ_ONCE(comm->state) != COLL_COMM_CONNECTING)
+	state = comm ? READ_ONCE(comm->state) : COLL_COMM_CONNECTING;
+	/* a data channel may come once the communicator is ready */
+	if (!comm || (state != COLL_COMM_CONNECTING &&
+		      (!channel || state != COLL_COMM_READY)))
 		goto reject;		/* RETRY: not joined (yet) */
 	if (!comm->hosts || dst != comm->hosts->self || src >= dst ||
 	    memcmp(&hello->layout, comm->hosts->layout,
@@ -1394,6 +1562,14 @@ int coll_rdma_request(struct rdma_cm_id *cm, struct rdma_cm_event *ev,
 		reply.status = cpu_to_le16(COLL_WIRE_REFUSED);
 		goto reject;
 	}
+	/*
+	 * A data channel once its link is attached (the link's PROOF may not
+	 * have been handled yet: RETRY).  Only a gate, read without the
+	 * links' lock (rdma_cm's handler context): the channel's PROOF
+	 * attaches it under the lock, or drops it.
+	 */
+	if (channel && !READ_ONCE(comm->links[src]))
+		goto reject;
 
 	if (atomic_inc_return(&coll_rdma_unproven) > COLL_RDMA_MAX_UNPROVEN) {
 		atomic_dec(&coll_rdma_unproven);
@@ -1405,6 +1581,7 @@ int coll_rdma_request(struct rdma_cm_id *cm, struct rdma_cm_event *ev,
 		goto reject;
 	}
 	r->unproven = true;
+	r->channel = channel;
 	r->cm = cm;
 	cm->context = r;
 	cm->event_handler = coll_rdma_cm_event;

@@ -45,6 +45,7 @@ struct opts {
 	int nalgos;
 	unsigned int timeout_ms;
 	int expect;		/* enum coll_transport to the other hosts, or -1 */
+	int expect_qps;		/* RDMA queue pairs to every peer host, or 0 */
 };
 
 struct result {
@@ -59,7 +60,15 @@ struct shm {
 	char names[MAX_CASES][96];
 	char topo[MAX_LOCAL][256];
 	char topo_bad[MAX_LOCAL][96];	/* what COLL_COMM_QUERY got wrong */
+	char pool[MAX_LOCAL][128];	/* the MR pool case: "" if it passed */
+	char pool_seen[128];		/* what local rank 0 counted */
+	char qps_bad[MAX_LOCAL][128];	/* the queue pairs case: "" if passed */
 };
+
+#define POOL_WARM	6
+#define POOL_CALLS	12
+#define POOL_COUNT	(1 << 18)	/* int32: 1 MiB, read zero-copy */
+
 
 static const int dtypes[] = {
 	COLL_INT32, COLL_FP32, COLL_INT8, COLL_UINT8, COLL_UINT32,
@@ -573,6 +582,92 @@ static void check_topology(const struct opts *o, int rank, int r,
 	}
 }
 
+/*
+ * Over RDMA, grants for zero-copy reads take their memory regions from the
+ * device's pool: after a warm-up, a loop of large AllReduces that reuses
+ * its buffers allocates (almost) no region and reuses many (COLL_INFO,
+ * module-wide: the other local ranks' grants count too, all in the same
+ * steady state).  Each call's result is checked.
+ */
+static void pool_case(const struct ctx *c, char *why, size_t wl,
+		      char *seen, size_t sl)
+{
+	int32_t *s = map(POOL_COUNT * 4), *d = map(POOL_COUNT * 4);
+	struct coll_info a = { .size = sizeof(a) }, b = { .size = sizeof(b) };
+	int32_t want = c->n * (c->n + 1) / 2;
+	uint64_t allocs, reuses;
+	int i, j, r = 0;
+
+	snprintf(why, wl, "no memory");
+	if (!s || !d)
+		goto out;
+	for (j = 0; j < POOL_COUNT; j++)
+		s[j] = c->rank + 1;
+	coll_comm_set_algo(c->comm, COLL_ALGO_AUTO);
+	for (i = 0; i < POOL_WARM + POOL_CALLS && !r; i++) {
+		if (i == POOL_WARM && coll_get_info(&a))
+			break;
+		memset(d, 0, POOL_COUNT * 4);
+		r = coll_allreduce(c->comm, s, d, POOL_COUNT, COLL_INT32,
+				   COLL_SUM);
+		for (j = 0; !r && j < POOL_COUNT; j++)
+			if (d[j] != want) {
+				snprintf(why, wl, "call %d: [%d] got %d want %d",
+					 i, j, d[j], want);
+				goto out;
+			}
+	}
+	if (r) {
+		snprintf(why, wl, "call %d: %s", i, coll_strerror(r));
+		goto out;
+	}
+	if (i < POOL_WARM + POOL_CALLS || coll_get_info(&b)) {
+		snprintf(why, wl, "COLL_INFO failed");
+		goto out;
+	}
+	allocs = b.out_mr_allocs - a.out_mr_allocs;
+	reuses = b.out_mr_reuses - a.out_mr_reuses;
+	if (seen)
+		snprintf(seen, sl, "%llu regions allocated, %llu reused in %d calls (%llu allocated since load)",
+			 (unsigned long long)allocs,
+			 (unsigned long long)reuses, POOL_CALLS,
+			 (unsigned long long)b.out_mr_allocs);
+	if (reuses < POOL_CALLS || allocs * 4 > reuses)
+		snprintf(why, wl, "%llu regions allocated, %llu reused in %d calls",
+			 (unsigned long long)allocs,
+			 (unsigned long long)reuses, POOL_CALLS);
+	else
+		why[0] = 0;
+out:
+	if (s)
+		munmap(s, POOL_COUNT * 4);
+	if (d)
+		munmap(d, POOL_COUNT * 4);
+}
+
+/* COLL_COMM_QUERY: --expect-qps queue pairs to every other host. */
+static void check_qps(const struct opts *o, const struct ctx *c, char *bad,
+		      size_t len)
+{
+	struct coll_peer_info pi[16];
+	struct coll_comm_query q;
+	int h, r;
+
+	r = coll_comm_query(c->comm, &q, pi, 16);
+	if (r) {
+		snprintf(bad, len, "COLL_COMM_QUERY: %s", coll_strerror(r));
+		return;
+	}
+	for (h = 0; h < o->nnodes && h < 16; h++) {
+		if (h != o->node && pi[h].qps != (unsigned int)o->expect_qps) {
+			snprintf(bad, len, "host %d: %u queue pairs", h,
+				 pi[h].qps);
+			return;
+		}
+	}
+	bad[0] = 0;
+}
+
 static int rank_main(int local, void *arg)
 {
 	struct shm *sh = arg;
@@ -634,6 +729,14 @@ static int rank_main(int local, void *arg)
 		if (sh->res[k][local].err == 1 + ECONNRESET)
 			break;
 	}
+	/* after the cases: every data channel had time to come up */
+	snprintf(sh->qps_bad[local], sizeof(sh->qps_bad[local]), "not run");
+	if (o->expect_qps && k == nc)
+		check_qps(o, &c, sh->qps_bad[local], sizeof(sh->qps_bad[local]));
+	snprintf(sh->pool[local], sizeof(sh->pool[local]), "not run");
+	if (o->expect == COLL_TRANSPORT_RDMA && k == nc)
+		pool_case(&c, sh->pool[local], sizeof(sh->pool[local]),
+			  local ? NULL : sh->pool_seen, sizeof(sh->pool_seen));
 	coll_comm_destroy(c.comm);
 	free(cs);
 	return 0;
@@ -663,6 +766,7 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "algos", required_argument, NULL, 'A' },
 		{ "expect-transport", required_argument, NULL, 'E' },
+		{ "expect-qps", required_argument, NULL, 'Q' },
 		{ 0 }
 	};
 	struct shm *sh;
@@ -701,6 +805,7 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 's': o->seed = strtoull(optarg, NULL, 16); break;
+		case 'Q': o->expect_qps = atoi(optarg); break;
 		case 'E':
 			o->expect = !strcmp(optarg, "tcp") ? COLL_TRANSPORT_TCP :
 				    !strcmp(optarg, "rdma") ?
@@ -727,7 +832,8 @@ int main(int argc, char **argv)
 	}
 	cs = calloc(MAX_CASES, sizeof(*cs));
 	nc = make_cases(o, o->nnodes * o->local, cs);
-	printf("TAP version 13\n1..%d\n", nc + 1);
+	printf("TAP version 13\n1..%d\n",
+	       nc + 1 + (o->expect == COLL_TRANSPORT_RDMA) + !!o->expect_qps);
 	fflush(stdout);
 	if (st_ranks_spawn(&rk, o->local, rank_main, sh))
 		return 2;
@@ -767,6 +873,26 @@ int main(int argc, char **argv)
 	if (l < o->local)
 		printf(" # local %d: %s", l, sh->topo_bad[l]);
 	printf("\n");
+	if (o->expect == COLL_TRANSPORT_RDMA) {
+		for (l = 0; l < o->local && !sh->pool[l][0]; l++)
+			;
+		if (l < o->local)
+			failed++;
+		printf("%s %d mr pool: steady state allocates no region # %s\n",
+		       l < o->local ? "not ok" : "ok", nc + 2,
+		       l < o->local ? sh->pool[l] : sh->pool_seen);
+	}
+	if (o->expect_qps) {
+		for (l = 0; l < o->local && !sh->qps_bad[l][0]; l++)
+			;
+		if (l < o->local)
+			failed++;
+		printf("%s %d queue pairs: %d to every peer host%s%s\n",
+		       l < o->local ? "not ok" : "ok",
+		       nc + 2 + (o->expect == COLL_TRANSPORT_RDMA),
+		       o->expect_qps, l < o->local ? " # " : "",
+		       l < o->local ? sh->qps_bad[l] : "");
+	}
 	if (bad)
 		printf("# %d local rank(s) did not exit cleanly\n", bad);
 	free(cs);

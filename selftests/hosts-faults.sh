@@ -5,17 +5,19 @@
 # span qemu guests (part of the suite "hosts", after hosts.sh).
 #
 # On the host:  selftests/hosts-faults.sh [PHASE...]
-#   PHASE is FAULT:TRANSPORT[:LOCAL], run in order in one boot of
-#   $FAULTS_GUESTS guests (default 3; the last one is the victim), each
-#   with LOCAL ranks (default 1).  FAULT is one of
+#   PHASE is FAULT:TRANSPORT[:LOCAL[:PARAM=VALUE[,PARAM=VALUE]]], run in
+#   order in one boot of $FAULTS_GUESTS guests (default 3; the last one is
+#   the victim), each with LOCAL ranks (default 1) and those module
+#   parameters.  FAULT is one of
 #     cut       the hub drops every frame of the victim's link (vms.sh's
 #               hub control), restored after the phase
 #     kill      SIGKILL to a rank of the victim in the middle of the collective
 #     rdma      rdma link delete rxe0 on the victim (re-added after the phase)
 #     poweroff  the victim powers off (sysrq o); last phase only
 #   and TRANSPORT is auto (RDMA: the rig gives every guest rxe0), rdma or
-#   tcp.  Default: cut:rdma cut:tcp kill:rdma:2 kill:tcp rdma:rdma
-#   poweroff:rdma.
+#   tcp.  Default: cut:rdma cut:tcp kill:rdma:2 kill:tcp
+#   rdma:rdma:1:busy_poll_us=50 (the device goes while ranks busy-poll its
+#   completion queues) poweroff:rdma.
 # In each guest (vms.sh runs this file with --guest), for every phase:
 #   load the module (peer_timeout_ms=$FAULTS_PEER_TIMEOUT_MS), meet the
 #   others, run coll_hosts_fault (the victim injects the fault), undo the
@@ -54,8 +56,8 @@ fault_cmd() {
 	esac
 }
 
-guest_phase() {		# K FAULT TRANSPORT LOCAL
-	local k=$1 fault=$2 transport=$3 nlocal=$4 out id mark i cmd up prc=0
+guest_phase() {		# K FAULT TRANSPORT LOCAL [PARAMS]
+	local k=$1 fault=$2 transport=$3 nlocal=$4 params=${5:-} out id mark i cmd up prc=0
 	local bin=${COLL_BUILD:-$root/build}/selftests/coll_hosts_fault
 	local victim=$((GUEST_COUNT - 1)) first=${GUEST_IPS%% *}
 	local bound=${FAULTS_BOUND_MS:-5000}
@@ -65,9 +67,10 @@ guest_phase() {		# K FAULT TRANSPORT LOCAL
 	mark="hosts-faults: phase $k ($fault:$transport) $$"
 	echo "$mark" >/dev/kmsg
 	read -r up _ </proc/uptime
-	echo "# phase $k: $fault over $transport, $nlocal local ranks (uptime $up s)"
+	echo "# phase $k: $fault over $transport, $nlocal local ranks${params:+, $params} (uptime $up s)"
+	# shellcheck disable=SC2086 # parameters, one word each
 	if ! coll_insmod "$root/kmod/collective.ko" \
-		"peer_timeout_ms=${FAULTS_PEER_TIMEOUT_MS:-2000}"; then
+		"peer_timeout_ms=${FAULTS_PEER_TIMEOUT_MS:-2000}" ${params//,/ }; then
 		echo "@@P$k not ok insmod"
 		return 1
 	fi
@@ -132,8 +135,8 @@ guest_main() {
 	echo "# guest $GUEST_INDEX of $GUEST_COUNT ($GUEST_IP); victim: guest $((GUEST_COUNT - 1))"
 	coll_wait_peers 60 || { echo "Bail out! peers unreachable"; return 1; }
 	for ph in $FAULTS_PLAN; do
-		IFS=: read -r fault transport nlocal <<<"$ph"
-		guest_phase "$k" "$fault" "$transport" "${nlocal:-1}" || return 1
+		IFS=: read -r fault transport nlocal params <<<"$ph"
+		guest_phase "$k" "$fault" "$transport" "${nlocal:-1}" "$params" || return 1
 		k=$((k + 1))
 		[ "$fault" = poweroff ] && break
 		coll_barrier 180 || { echo "Bail out! barrier after phase $((k - 1))"; return 1; }
@@ -150,10 +153,13 @@ fi
 # ---- on the host -----------------------------------------------------------
 
 plan=("$@")
-[ ${#plan[@]} -gt 0 ] || plan=(cut:rdma cut:tcp kill:rdma:2 kill:tcp rdma:rdma poweroff:rdma)
+[ ${#plan[@]} -gt 0 ] ||
+	plan=(cut:rdma cut:tcp kill:rdma:2 kill:tcp rdma:rdma:1:busy_poll_us=50 poweroff:rdma)
 guests=${FAULTS_GUESTS:-3}
 for ((k = 0; k < ${#plan[@]}; k++)); do
-	IFS=: read -r fault transport nlocal <<<"${plan[k]}"
+	IFS=: read -r fault transport nlocal params <<<"${plan[k]}"
+	[[ ${params:-x=1} =~ ^[a-z_]+=[0-9]+(,[a-z_]+=[0-9]+)*$ ]] ||
+		{ echo "bad module parameters in ${plan[k]}" >&2; exit 2; }
 	case $fault in cut | kill | rdma | poweroff) ;; *) echo "bad fault in ${plan[k]}" >&2; exit 2 ;; esac
 	case $transport in auto | rdma | tcp) ;; *) echo "bad transport in ${plan[k]}" >&2; exit 2 ;; esac
 	[[ ${nlocal:-1} =~ ^[1-8]$ ]] || { echo "bad local ranks in ${plan[k]}" >&2; exit 2; }
@@ -199,8 +205,8 @@ awk -v dir="$tmp" '/^===== guest [0-9]+ /{ g = $3; print $5 > (dir "/rc" g); nex
 grep -h '^# \(guest\|node\)' "$tmp"/g* 2>/dev/null | sort -u | head -n 20
 
 for ((k = 0; k < ${#plan[@]}; k++)); do
-	IFS=: read -r fault transport nlocal <<<"${plan[k]}"
-	name="$fault/$transport"
+	IFS=: read -r fault transport nlocal params <<<"${plan[k]}"
+	name="$fault/$transport${params:+@$params}"
 	echo "# ---- phase $k: $name, ${nlocal:-1} local ranks per guest"
 	for ((g = 0; g < guests; g++)); do
 		f=$tmp/g$g

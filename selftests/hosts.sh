@@ -5,10 +5,12 @@
 # the rig's private network (vms.sh), through the module's transports.
 #
 # On the host:  selftests/hosts.sh [CONFIG...]
-#   CONFIG is GUESTSxLOCAL[:TRANSPORTS], e.g. 2x1:tcp or 3x2:tcp,auto
-#   (default: the set below; auto and rdma expect RDMA, as the rig gives
-#   every guest rxe0).  Each config is one boot of GUESTS guests
-#   (vms.sh), each running LOCAL ranks, coll_hosts once per transport.
+#   CONFIG is GUESTSxLOCAL[:TRANSPORTS][@PARAM=VALUE[,PARAM=VALUE]], e.g.
+#   2x1:tcp or 3x2:tcp,auto or 3x1:auto@busy_poll_us=50 (module
+#   parameters for that boot), default: the set below; auto and rdma
+#   expect RDMA, as the rig gives every guest rxe0.  Each config is one
+#   boot of GUESTS guests (vms.sh), each running LOCAL ranks, coll_hosts
+#   once per transport.
 # In each guest (vms.sh runs this file with --guest): load the module, meet
 # the others, run coll_hosts, meet again, unload, check the kernel log.
 #
@@ -29,18 +31,25 @@ guest_main() {
 	# shellcheck source=rig/guest-lib.sh
 	. "$COLL_GUEST_LIB"
 	local bin=${COLL_BUILD:-$root/build}/selftests/coll_hosts
-	local ko=${HOSTS_KO:-$root/kmod/collective.ko} local=$HOSTS_LOCAL rc=0 t
+	local ko=${HOSTS_KO:-$root/kmod/collective.ko} local=$HOSTS_LOCAL rc=0 t qps
 	local first=${GUEST_IPS%% *} out
 
 	echo "# guest $GUEST_INDEX of $GUEST_COUNT ($GUEST_IP), $local local ranks"
 	coll_wait_peers 60 || { echo "Bail out! peers unreachable"; return 1; }
-	coll_insmod "$ko" peer_timeout_ms=4000 || { echo "Bail out! insmod"; return 1; }
+	# shellcheck disable=SC2086 # parameters, one word each
+	coll_insmod "$ko" peer_timeout_ms=4000 ${HOSTS_PARAMS//,/ } ||
+		{ echo "Bail out! insmod"; return 1; }
 	coll_barrier 120 || { echo "Bail out! barrier"; return 1; }
 	for t in ${HOSTS_TRANSPORTS//,/ }; do
 		out=$COLL_RUN_DIR/coll_hosts-$t.tap
+		qps=
+		case ,$HOSTS_PARAMS, in
+		*,rdma_qps=*) [ "$t" = tcp ] || qps=${HOSTS_PARAMS#*rdma_qps=} qps=${qps%%,*} ;;
+		esac
 		COLL_ID=$HOSTS_ID "$bin" --nnodes "$GUEST_COUNT" --node "$GUEST_INDEX" \
 			--local "$local" --root "$first:$RDV_PORT" --transport "$t" \
 			--expect-transport "$([ "$t" = tcp ] && echo tcp || echo rdma)" \
+			${qps:+--expect-qps "$qps"} \
 			${HOSTS_SIZES:+--sizes "$HOSTS_SIZES"} >"$out" 2>&1 || rc=1
 		sed "s/^/@$t@ /" "$out"
 		coll_barrier 300 || { echo "# barrier after $t failed"; rc=1; }
@@ -68,7 +77,9 @@ fi
 
 configs=("$@")
 # shellcheck disable=SC2054 # a config names its transports with commas
-[ ${#configs[@]} -gt 0 ] || configs=(2x1:tcp,auto 2x2:tcp,rdma 3x1:auto 3x2:tcp,auto)
+[ ${#configs[@]} -gt 0 ] ||
+	configs=(2x1:tcp,auto 2x2:tcp,rdma@rdma_qps=2 3x1:auto@busy_poll_us=50
+		3x2:tcp,auto@rdma_qps=3)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hosts.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 lock=${COLL_GUEST_LOCK:-/tmp/coll-guest.lock}
@@ -81,16 +92,19 @@ tap() {		# ok|not_ok description
 }
 
 for cfg in "${configs[@]}"; do
+	params=
+	case $cfg in *@*) params=${cfg#*@} cfg=${cfg%%@*} ;; esac
 	spec=${cfg%%:*} transports=${cfg#*:}
 	[ "$transports" != "$cfg" ] || transports=tcp
 	guests=${spec%x*} local=${spec#*x}
+	label=${guests}x$local${params:+@$params}
 	id=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-	echo "# ==== $guests guests x $local ranks, transports $transports"
+	echo "# ==== $guests guests x $local ranks, transports $transports${params:+, module $params}"
 	vrc=0
 	flock "$lock" "$here/rig/vms.sh" -n "$guests" --name "hosts-${guests}x$local" \
 		--timeout "${HOSTS_TIMEOUT:-900}" --grace 120 \
 		--env "HOSTS_ID=$id" --env "HOSTS_LOCAL=$local" \
-		--env "HOSTS_TRANSPORTS=$transports" \
+		--env "HOSTS_TRANSPORTS=$transports" --env "HOSTS_PARAMS=$params" \
 		${HOSTS_SIZES:+--env "HOSTS_SIZES=$HOSTS_SIZES"} \
 		${HOSTS_KO:+--env "HOSTS_KO=$HOSTS_KO"} \
 		${HOSTS_SPLATS:+--env "HOSTS_SPLATS=$HOSTS_SPLATS"} \
@@ -103,7 +117,7 @@ for cfg in "${configs[@]}"; do
 		grep -E "^@$t@ (not )?ok " "$tmp/g0" 2>/dev/null | sed "s/^@$t@ //" |
 			sed -E 's/^(not )?ok ([0-9]+) ([^#]*).*/\2 \3/' >"$tmp/cases"
 		if [ ! -s "$tmp/cases" ]; then
-			tap not_ok "${guests}x$local $t: no results"
+			tap not_ok "$label $t: no results"
 			continue
 		fi
 		while read -r k name; do
@@ -115,15 +129,15 @@ for cfg in "${configs[@]}"; do
 				*) verdict=not_ok; why+=" g$g:${line#*#}" ;;
 				esac
 			done
-			tap "$verdict" "${guests}x$local $t: $name${why:+ #$why}"
+			tap "$verdict" "$label $t: $name${why:+ #$why}"
 		done <"$tmp/cases"
 	done
 	for ((g = 0; g < guests; g++)); do
 		for what in rmmod "kernel log"; do
 			if grep -q "^@@ ok $what" "$tmp/g$g" 2>/dev/null; then
-				tap ok "${guests}x$local guest $g: $what"
+				tap ok "$label guest $g: $what"
 			else
-				tap not_ok "${guests}x$local guest $g: $what"
+				tap not_ok "$label guest $g: $what"
 			fi
 		done
 	done

@@ -20,7 +20,11 @@
 #   BENCH_GUESTS      guests (2; 2..8)
 #   BENCH_SMP         vCPUs per guest (2)          BENCH_MEM   RAM per guest (2G)
 #   BENCH_LOCAL       ranks per guest, a list ("1 2")
-#   BENCH_TRANSPORTS  coll transports, a list ("rdma tcp"; also "auto")
+#   BENCH_TRANSPORTS  coll transports, a list ("rdma tcp"; also "auto",
+#                     "rdma-busy": RDMA with module parameter busy_poll_us
+#                     set to BENCH_BUSY_US in every guest for that run, and
+#                     "rdma-qpsN": RDMA with rdma_qps=N, N from 2 to 8)
+#   BENCH_BUSY_US     busy_poll_us of the "rdma-busy" runs (50)
 #   BENCH_PRIMS       primitives, comma-separated, or "all" (all)
 #   BENCH_ARGS        coll_perf/mpi_perf size options (-b 8 -e 2M -f 8 -n 5 -w 1)
 #   BENCH_MPI         0: no Open MPI runs
@@ -47,7 +51,7 @@ root=$(cd "$here/.." && pwd -P)
 : "${BENCH_TRANSPORTS:=rdma tcp}" "${BENCH_PRIMS:=all}"
 : "${BENCH_ARGS:=-b 8 -e 2M -f 8 -n 5 -w 1}" "${BENCH_MPI:=1}" "${BENCH_BW:=1}"
 : "${BENCH_BW_BYTES:=4194304}" "${BENCH_INSMOD_ARGS=peer_timeout_ms=30000}"
-: "${BENCH_TIMEOUT:=1500}" "${BENCH_OUT:=$root/build/bench-hosts}" "${BENCH_LOSSLESS:=1}"
+: "${BENCH_BUSY_US:=50}" "${BENCH_TIMEOUT:=1500}" "${BENCH_OUT:=$root/build/bench-hosts}" "${BENCH_LOSSLESS:=1}"
 RDV_PORT=29500
 # the primitive names coll_perf prints, in its order (enum coll_prim)
 ALL_PRIMS="allreduce broadcast reduce allgather reducescatter alltoall scatter gather barrier"
@@ -169,6 +173,36 @@ run_coll() {
 	return "$rc"
 }
 
+# set_param NAME VALUE: a module parameter, in every guest.
+set_param() {
+	local ip
+	for ip in $GUEST_IPS; do
+		if [ "$ip" = "$FIRST" ]; then
+			echo "$2" >"/sys/module/collective/parameters/$1"
+		else
+			"$COLL_REXEC" "$ip" "echo $2 > /sys/module/collective/parameters/$1"
+		fi
+	done
+}
+
+# run_coll_as L NAME OUT: run_coll for a name of BENCH_TRANSPORTS.
+run_coll_as() {
+	local rc=0
+	case $2 in
+	rdma-busy)
+		set_param busy_poll_us "$BENCH_BUSY_US" || return 1
+		run_coll "$1" rdma "$3" || rc=$?
+		set_param busy_poll_us 0
+		return "$rc" ;;
+	rdma-qps[2-8])
+		set_param rdma_qps "${2#rdma-qps}" || return 1
+		run_coll "$1" rdma "$3" || rc=$?
+		set_param rdma_qps 1
+		return "$rc" ;;
+	*)	run_coll "$1" "$2" "$3" ;;
+	esac
+}
+
 # run_mpi L OUT: mpi_perf over every guest, L ranks each (Open MPI, TCP BTL).
 run_mpi() {
 	local local=$1 out=$2 hosts='' ip
@@ -208,7 +242,7 @@ guest_driver() {
 	for l in $BENCH_LOCAL; do
 		for t in $BENCH_TRANSPORTS; do
 			log "coll_perf: $GUEST_COUNT guests x $l ranks, transport $t (rxe0: $(rxe_counters))"
-			if ! run_coll "$l" "$t" "$BENCH_OUT/coll-${l}x-$t.txt"; then
+			if ! run_coll_as "$l" "$t" "$BENCH_OUT/coll-${l}x-$t.txt"; then
 				log "coll_perf ${l}x $t FAILED:"
 				cat "$BENCH_OUT/coll-${l}x-$t.txt.err" "$BENCH_OUT/coll-${l}x-$t.txt".g* 2>/dev/null |
 					grep -v '^#' | head -n 20 | sed 's/^/#   /'
@@ -239,7 +273,7 @@ guest_driver() {
 			for t in $BENCH_TRANSPORTS; do
 				f=$BENCH_OUT/coll-${l}x-$t.txt
 				[ -s "$f" ] || f=-
-				names+=("$t=$f")
+				names+=("${t//-/_}=$f")
 			done
 			f=$BENCH_OUT/mpi-${l}x.txt
 			[ "$BENCH_MPI" != 0 ] && [ -s "$f" ] || f=-

@@ -18,7 +18,7 @@
  * ';' belongs to vfio (0x64-0x7F) and iommufd (0x80-0x8F).
  */
 #define COLL_TYPE 0xC5
-#define COLL_ABI_VERSION 2
+#define COLL_ABI_VERSION 3
 
 /**
  * DOC: General ioctl format
@@ -131,10 +131,15 @@ enum {
  *            from load, in another from its first communicator that spans
  *            hosts
  * @out_rdma_devs: RDMA devices the module can use
+ * @out_mr_allocs: fast-registration memory regions allocated since load
+ *                 (grants of zero-copy reads to peer hosts)
+ * @out_mr_reuses: grants' regions taken instead from a device's pool of
+ *                 invalidated ones (module parameter mr_pool)
  *
  * Needs no communicator; any process that can open the device may ask.
- * Fields after @out_bytes_total came with ABI version 2; a caller passing
- * the first version's size gets the first version's fields.
+ * Fields after @out_bytes_total came with ABI version 2, those after
+ * @out_rdma_devs with version 3; a caller passing an earlier version's
+ * size gets that version's fields.
  */
 struct coll_info {
 	__u32 size;
@@ -153,6 +158,8 @@ struct coll_info {
 	__u32 out_max_comms;
 	__u32 out_port;
 	__u32 out_rdma_devs;
+	__aligned_u64 out_mr_allocs;
+	__aligned_u64 out_mr_reuses;
 };
 
 #define COLL_INFO _IO(COLL_TYPE, COLL_CMD_INFO)
@@ -441,6 +448,8 @@ enum coll_fallback {
  * @ibdev: the local RDMA device's name (transport RDMA), NUL-terminated
  * @gid: the local GID used (transport RDMA)
  * @mtu: the path MTU in bytes (RDMA), or the TCP MSS
+ * @qps: queue pairs to it (RDMA; module parameter rdma_qps on the host
+ *       that connected): the first carries the frames, reads go over all
  * @speed_mbps: the local link's speed in Mb/s, 0 if unknown
  * @bytes_sent: bytes this host sent it for collectives, since the join
  * @bytes_received: bytes this host received from it, since the join
@@ -457,7 +466,7 @@ struct coll_peer_info {
 	char ibdev[32];
 	__u8 gid[16];
 	__u32 mtu;
-	__u32 __reserved;
+	__u32 qps;
 	__aligned_u64 speed_mbps;
 	__aligned_u64 bytes_sent;
 	__aligned_u64 bytes_received;
