@@ -53,6 +53,10 @@ static struct netlink_range_validation collective_a_tune_max_comms_range = {
 	.max	= COLLECTIVE_MAX_COMMS_MAX,
 };
 
+static struct netlink_range_validation collective_a_tune_busy_poll_us_range = {
+	.max	= COLLECTIVE_BUSY_POLL_US_MAX,
+};
+
 /* COLLECTIVE_CMD_TUNE_GET - do */
 static const struct nla_policy collective_tune_get_nl_policy[COLLECTIVE_A_TUNE_COMM + 1] = {
 	[COLLECTIVE_A_TUNE_COMM] = { .type = NLA_U32, },
@@ -82,6 +86,9 @@ static const struct nla_policy collective_tune_set_nl_policy[COLLECTIVE_A_TUNE_R
 	[COLLECTIVE_A_TUNE_PLAN_CACHE] = NLA_POLICY_MAX(NLA_U32, COLLECTIVE_PLAN_CACHE_MAX),
 	[COLLECTIVE_A_TUNE_MAX_REQUESTS] = NLA_POLICY_FULL_RANGE(NLA_U32, &collective_a_tune_max_requests_range),
 	[COLLECTIVE_A_TUNE_MAX_COMMS] = NLA_POLICY_FULL_RANGE(NLA_U32, &collective_a_tune_max_comms_range),
+	[COLLECTIVE_A_TUNE_BUSY_POLL_US] = NLA_POLICY_FULL_RANGE(NLA_U32, &collective_a_tune_busy_poll_us_range),
+	[COLLECTIVE_A_TUNE_RDMA_QPS] = NLA_POLICY_RANGE(NLA_U32, 1, COLLECTIVE_RDMA_QPS_MAX),
+	[COLLECTIVE_A_TUNE_MR_POOL] = NLA_POLICY_MAX(NLA_U32, COLLECTIVE_MR_POOL_MAX),
 	[COLLECTIVE_A_TUNE_RESET] = { .type = NLA_FLAG, },
 };
 

@@ -352,7 +352,7 @@ static bool coll_exec_started(struct coll_task *task, u32 round)
 static void coll_exec_busy_poll(struct coll_task *task, bool killable,
 				coll_exec_cond cond, u32 round)
 {
-	u32 us = READ_ONCE(coll_busy_poll_us);
+	u32 us = coll_tune_get(task->comm, COLL_TUNE_BUSY_POLL_US);
 	struct coll_poll p;
 	u64 until;
 

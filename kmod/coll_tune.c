@@ -57,6 +57,11 @@ const struct coll_tune_desc coll_tune_descs[COLL_TUNE_NR] = {
 	[COLL_TUNE_MAX_REQUESTS] = { "max-requests", &coll_max_requests,
 				     false },
 	[COLL_TUNE_MAX_COMMS] = { "max-comms", &coll_max_comms, false },
+	[COLL_TUNE_BUSY_POLL_US] = { "busy-poll-us", &coll_busy_poll_us,
+				     true },
+	/* read when a link or a device is set up: module-wide */
+	[COLL_TUNE_RDMA_QPS] = { "rdma-qps", &coll_rdma_qps, false },
+	[COLL_TUNE_MR_POOL] = { "mr-pool", &coll_mr_pool, false },
 };
 
 /* The netlink attribute of each tunable follows the order of the ids. */
@@ -66,8 +71,9 @@ static_assert(COLLECTIVE_A_TUNE_ALGO + COLL_TUNE_PRIM_ALGO + COLL_BARRIER ==
 	      COLLECTIVE_A_TUNE_BARRIER_ALGO);
 static_assert(COLLECTIVE_A_TUNE_ALGO + COLL_TUNE_SOLO_BYTES ==
 	      COLLECTIVE_A_TUNE_SOLO_BYTES);
-static_assert(COLLECTIVE_A_TUNE_ALGO + COLL_TUNE_MAX_COMMS ==
-	      COLLECTIVE_A_TUNE_MAX_COMMS);
+static_assert(COLLECTIVE_A_TUNE_ALGO + COLL_TUNE_MR_POOL ==
+	      COLLECTIVE_A_TUNE_MR_POOL);
+static_assert(COLLECTIVE_A_TUNE_MR_POOL + 1 == COLLECTIVE_A_TUNE_OVERRIDDEN);
 static_assert(COLL_BARRIER + 1 == COLL_PRIM_MAX);
 
 void coll_tune_lock(void)

@@ -97,7 +97,7 @@ import json, sys
 t = dict(l.split() for l in open(sys.argv[1]) if l.strip())
 j = json.load(open(sys.argv[2])); p = json.load(open(sys.argv[3]))
 assert j == p, (j, p)
-assert len(j) == 21 and {k: str(v) for k, v in j.items()} == t, (j, t)
+assert len(j) == 24 and {k: str(v) for k, v in j.items()} == t, (j, t)
 ' "$T/tune.txt" "$T/tune.json" "$T/tune-p.json"
 $YNL --do tune-get --json '{}' > "$T/ynl-tune.json" 2>&1
 check "the YNL CLI's tune-get agrees with collctl" \

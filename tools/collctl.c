@@ -65,7 +65,7 @@ static const char *const tune_names[] = {
 	"alltoall-algo", "barrier-algo", "solo-bytes", "eager-bytes",
 	"hier-bytes", "ring-chunk-bytes", "exec-chunk-bytes", "spin-ns",
 	"join-timeout-ms", "peer-timeout-ms", "plan-cache", "max-requests",
-	"max-comms",
+	"max-comms", "busy-poll-us", "rdma-qps", "mr-pool",
 };
 #define NTUNE (sizeof(tune_names) / sizeof(tune_names[0]))
 #define NAMES(a) (a), (sizeof(a) / sizeof((a)[0]))
