@@ -14,7 +14,11 @@
 #   make check      all tests (native unit tests, guest selftests, two guests)
 #   make check-debug the guest selftests on a KASAN/lockdep/kmemleak kernel
 #                   built from linux-source-6.1 (~15 min the first time)
-#   make lint       W=1, sparse (C=1) and checkpatch --strict on kmod/ uapi/
+#   make lint       W=1, sparse (C=1) and checkpatch --strict on kmod/ uapi/,
+#                   and nlcheck
+#   make nlgen      regenerate the netlink uapi header and policy tables from
+#                   uapi/collective.yaml (the kernel's YNL generator, tools/ynl/)
+#   make nlcheck    check that regenerating them changes nothing
 #   make install    module (modules_install), library, headers, tools
 #   make deps       install the Debian packages all of this needs
 
@@ -34,7 +38,8 @@ DEB_PKGS := linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
 	libibverbs-dev librdmacm-dev ibverbs-providers \
 	libnl-3-dev libnl-genl-3-dev openmpi-bin libopenmpi-dev python3 \
 	python3-torch libtorch-dev pybind11-dev \
-	sparse gcc make flex bison libelf-dev libssl-dev rsync
+	sparse gcc make flex bison libelf-dev libssl-dev rsync \
+	python3-yaml python3-jsonschema
 
 LINUX_SRC_TAR := /usr/src/linux-source-6.1.tar.xz
 CHECKPATCH := $(BUILD)/linux-source-6.1/scripts/checkpatch.pl
@@ -110,7 +115,25 @@ $(CHECKPATCH): $(BUILD)/.deps-ok
 		linux-source-6.1/scripts/const_structs.checkpatch
 	touch $@
 
-lint: $(CHECKPATCH)
+# The generic netlink family: uapi/collective.yaml is the source of truth.
+NLSPEC := uapi/collective.yaml
+YNLGEN := tools/ynl/ynl-gen.sh
+NLGEN_OUT := uapi/linux/collective_nl.h kmod/coll_nl_gen.h
+
+nlgen:
+	$(YNLGEN) uapi $(NLSPEC) uapi/linux/collective_nl.h
+	$(YNLGEN) policy $(NLSPEC) kmod/coll_nl_gen.h
+
+nlcheck: $(BUILD)/.deps-ok
+	@mkdir -p $(BUILD)/nlcheck
+	@$(YNLGEN) uapi $(NLSPEC) $(BUILD)/nlcheck/collective_nl.h
+	@$(YNLGEN) policy $(NLSPEC) $(BUILD)/nlcheck/coll_nl_gen.h
+	@cmp uapi/linux/collective_nl.h $(BUILD)/nlcheck/collective_nl.h && \
+	 cmp kmod/coll_nl_gen.h $(BUILD)/nlcheck/coll_nl_gen.h || \
+	 { echo "nlcheck: $(NLGEN_OUT) differ from $(NLSPEC): make nlgen"; exit 1; }
+	@echo "nlcheck: generated files match $(NLSPEC)"
+
+lint: $(CHECKPATCH) nlcheck
 	@kdir=/lib/modules/$$(ls /lib/modules | grep '^6\.1\.' | sort -V | tail -1)/build; \
 	out=$$( { rm -f kmod/*.o kmod/.*.o.cmd; \
 		$(MAKE) -C $$kdir M=$(CURDIR) W=1 C=1 modules; } 2>&1 | \
@@ -118,7 +141,8 @@ lint: $(CHECKPATCH)
 	if [ -n "$$out" ]; then echo "$$out"; echo "lint: W=1/C=1 not clean"; exit 1; fi; \
 	echo "lint: W=1 and sparse clean"
 	$(CHECKPATCH) --no-tree --strict --quiet --show-types \
-		-f kmod/coll_*.c kmod/coll_*.h uapi/linux/*.h
+		-f kmod/coll_*.c $(filter-out kmod/coll_nl_gen.h,$(wildcard kmod/coll_*.h)) \
+		uapi/linux/*.h
 	@echo "lint: checkpatch --strict clean"
 
 install: all
@@ -138,4 +162,5 @@ clean:
 	rm -rf $(BUILD)
 
 .PHONY: all deps module userlib torch tools selftests guest-build run bench-hosts bench-torch check check-debug lint \
+	nlgen nlcheck \
 	install clean

@@ -25,6 +25,7 @@
 #include <linux/random.h>
 #include <linux/sched/signal.h>
 #include <linux/siphash.h>
+#include <linux/cred.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <net/net_namespace.h>
@@ -39,6 +40,14 @@ static DEFINE_HASHTABLE(coll_comms_tag, COLL_COMMS_BITS);
 static siphash_key_t coll_comms_key __read_mostly;
 static atomic_t coll_comm_serial = ATOMIC_INIT(0);
 static DEFINE_MUTEX(coll_comms_lock);
+
+/*
+ * Every communicator alive, in the order of their serial numbers, for
+ * netlink: also those that left the registry and wait for their members
+ * to let go.  A spinlock (irqsave): the last reference may go anywhere.
+ */
+static LIST_HEAD(coll_comms_all);
+static DEFINE_SPINLOCK(coll_comms_all_lock);
 
 int coll_comm_init_registry(void)
 {
@@ -75,8 +84,15 @@ static void coll_comm_free_hosts(struct coll_comm *comm)
 static void coll_comm_release(struct kref *kref)
 {
 	struct coll_comm *comm = container_of(kref, struct coll_comm, kref);
+	unsigned long flags;
 
 	WARN_ON(!list_empty(&comm->tasks));
+	spin_lock_irqsave(&coll_comms_all_lock, flags);
+	list_del(&comm->all_node);
+	spin_unlock_irqrestore(&coll_comms_all_lock, flags);
+	coll_nl_notify(comm, COLLECTIVE_EVENT_DESTROYED, comm->error, NULL, 0,
+		       0, GFP_ATOMIC);
+	coll_kvfree(comm->stats, sizeof(*comm->stats));
 	coll_plan_cache_flush(&comm->plans);
 	coll_comm_free_hosts(comm);
 	atomic64_dec(&coll_stats.comms);
@@ -156,6 +172,7 @@ static struct coll_comm *coll_comm_create(struct net *net, const u8 *id,
 					  int *err)
 {
 	struct coll_comm *comm;
+	unsigned long flags;
 
 	lockdep_assert_held(&coll_comms_lock);
 	*err = -ENOMEM;
@@ -165,8 +182,11 @@ static struct coll_comm *coll_comm_create(struct net *net, const u8 *id,
 		return NULL;
 	}
 	comm->members = coll_kvzalloc(nranks * sizeof(*comm->members));
-	if (!comm->members) {
+	comm->stats = coll_kvzalloc(sizeof(*comm->stats));
+	if (!comm->members || !comm->stats) {
 		coll_hosts_free(hosts);
+		coll_kvfree(comm->stats, sizeof(*comm->stats));
+		coll_kvfree(comm->members, nranks * sizeof(*comm->members));
 		coll_kvfree(comm, sizeof(*comm));
 		return NULL;
 	}
@@ -175,12 +195,18 @@ static struct coll_comm *coll_comm_create(struct net *net, const u8 *id,
 	memcpy(comm->id, id, COLL_ID_BYTES);
 	comm->nranks = nranks;
 	comm->serial = atomic_inc_return(&coll_comm_serial);
+	comm->owner = current_euid();
+	comm->born = jiffies;
 	comm->state = COLL_COMM_JOINING;
 	init_waitqueue_head(&comm->join_wq);
 	spin_lock_init(&comm->lock);
 	INIT_LIST_HEAD(&comm->tasks);
 	coll_plan_cache_init(&comm->plans);
 	atomic64_inc(&coll_stats.comms);
+	/* serials grow under coll_comms_lock: the list stays in their order */
+	spin_lock_irqsave(&coll_comms_all_lock, flags);
+	list_add_tail(&comm->all_node, &coll_comms_all);
+	spin_unlock_irqrestore(&coll_comms_all_lock, flags);
 	if (hosts) {
 		*err = coll_comm_set_hosts(comm, hosts);
 		if (*err) {
@@ -191,6 +217,8 @@ static struct coll_comm *coll_comm_create(struct net *net, const u8 *id,
 			 get_unaligned((const u64 *)comm->auth.tag));
 	}
 	hash_add(coll_comms, &comm->node, coll_comm_hash(id));
+	coll_nl_notify(comm, COLLECTIVE_EVENT_CREATED, 0, NULL, 0, 0,
+		       GFP_KERNEL);
 	return comm;
 }
 
@@ -212,6 +240,7 @@ static void coll_comm_unlist(struct coll_comm *comm)
 
 /*
  * Take @comm out of the registry (its id may be used again), mark it dead
+ * (the first to do so says why: the notification FAILED, with @why)
  * so that every later submission fails with ECONNRESET, and fail its
  * collectives in flight with @err, but those that have heard the last of
  * peer host @spare (coll_xhost_heard_last()).  Its links close now, or
@@ -220,11 +249,13 @@ static void coll_comm_unlist(struct coll_comm *comm)
  * Locks: takes coll_comms_lock, then comm->lock and task locks; the caller
  * holds none of them.  May sleep.
  */
-static void coll_comm_end(struct coll_comm *comm, int err, u32 spare)
+static void coll_comm_end(struct coll_comm *comm, int err, u32 spare,
+			  const char *why)
 {
 	struct coll_task *task, *tmp;
 	LIST_HEAD(doomed);
 	u32 spared = 0;
+	bool first;
 
 	mutex_lock(&coll_comms_lock);
 	if (comm->state == COLL_COMM_READY ||
@@ -233,7 +264,10 @@ static void coll_comm_end(struct coll_comm *comm, int err, u32 spare)
 	mutex_unlock(&coll_comms_lock);
 
 	spin_lock(&comm->lock);
+	first = !comm->dead;
 	comm->dead = true;
+	if (first)
+		comm->error = err;
 	list_for_each_entry(task, &comm->tasks, node) {
 		if (spare != COLL_NO_HOST &&
 		    coll_xhost_heard_last(task, spare)) {
@@ -244,6 +278,9 @@ static void coll_comm_end(struct coll_comm *comm, int err, u32 spare)
 		list_add_tail(&task->abort_node, &doomed);
 	}
 	spin_unlock(&comm->lock);
+	if (first)
+		coll_nl_notify(comm, COLLECTIVE_EVENT_FAILED, err, why, 0, 0,
+			       GFP_KERNEL);
 	if (!spared)
 		coll_links_shutdown_async(comm);
 
@@ -266,7 +303,22 @@ static void coll_comm_end(struct coll_comm *comm, int err, u32 spare)
  */
 void coll_comm_kill(struct coll_comm *comm, int err)
 {
-	coll_comm_end(comm, err, COLL_NO_HOST);
+	coll_comm_end(comm, err, COLL_NO_HOST,
+		      err == -ECONNRESET ? "a peer host's rank left or died" :
+		      "a peer host's link failed");
+}
+
+/**
+ * coll_comm_kill_why() - coll_comm_kill(), saying why
+ * @comm: a communicator the caller holds a reference on
+ * @err: negative errno for its in-flight collectives
+ * @why: what happened, for the notification (a constant string)
+ *
+ * Locks: as coll_comm_end().  May sleep.
+ */
+void coll_comm_kill_why(struct coll_comm *comm, int err, const char *why)
+{
+	coll_comm_end(comm, err, COLL_NO_HOST, why);
 }
 
 /**
@@ -287,7 +339,7 @@ void coll_comm_kill(struct coll_comm *comm, int err)
  */
 void coll_comm_peer_left(struct coll_comm *comm, u32 host)
 {
-	coll_comm_end(comm, -ECONNRESET, host);
+	coll_comm_end(comm, -ECONNRESET, host, "a rank of a peer host left");
 }
 
 /**
@@ -336,8 +388,11 @@ static void coll_member_remove(struct coll_member *m)
 		coll_comm_unlist(comm);
 }
 
-/* Leave, for the descriptor's reference on @m, which it drops. */
-static void coll_member_leave(struct coll_member *m)
+/*
+ * Leave, for the descriptor's reference on @m, which it drops; @why says
+ * how, should that end the communicator for the others.
+ */
+static void coll_member_leave(struct coll_member *m, const char *why)
 {
 	struct coll_comm *comm = m->comm;
 	bool kill;
@@ -349,7 +404,7 @@ static void coll_member_leave(struct coll_member *m)
 	mutex_unlock(&coll_comms_lock);
 
 	if (kill)
-		coll_comm_kill(comm, -ECONNRESET);
+		coll_comm_kill_why(comm, -ECONNRESET, why);
 	coll_member_put(m);
 }
 
@@ -378,7 +433,7 @@ static int coll_comm_check(const struct coll_comm_init *arg)
 }
 
 /* How many of the communicator's ranks join here. */
-static u32 coll_comm_nlocal(const struct coll_comm *comm)
+u32 coll_comm_nlocal(const struct coll_comm *comm)
 {
 	return comm->hosts ? comm->hosts->nlocal : comm->nranks;
 }
@@ -395,6 +450,8 @@ static void coll_comm_local_complete(struct coll_comm *comm,
 		comm->state = COLL_COMM_READY;
 		comm->formed = true;
 		wake_up_all(&comm->join_wq);
+		coll_nl_notify(comm, COLLECTIVE_EVENT_READY, 0, NULL, 0, 0,
+			       GFP_KERNEL);
 		return;
 	}
 	comm->state = COLL_COMM_CONNECTING;
@@ -410,15 +467,33 @@ static void coll_comm_local_complete(struct coll_comm *comm,
  */
 void coll_comm_links_up(struct coll_comm *comm)
 {
+	bool ready = false;
+	u32 h;
+
 	mutex_lock(&coll_comms_lock);
 	if (comm->state == COLL_COMM_CONNECTING && !comm->join_err) {
 		comm->state = COLL_COMM_READY;
 		comm->formed = true;
+		ready = true;
 		pr_debug("comm %u: %u hosts linked\n", comm->serial,
 			 comm->hosts->nhosts);
 	}
 	mutex_unlock(&coll_comms_lock);
 	wake_up_all(&comm->join_wq);
+	if (!ready)
+		return;
+	/* the peers that fell back from RDMA, then READY */
+	mutex_lock(&comm->links_lock);
+	for (h = 0; h < comm->hosts->nhosts; h++) {
+		struct coll_link *l = comm->links[h];
+
+		if (l && l->fallback)
+			coll_nl_notify(comm, COLLECTIVE_EVENT_FALLBACK, 0,
+				       NULL, h, l->fallback, GFP_KERNEL);
+	}
+	mutex_unlock(&comm->links_lock);
+	coll_nl_notify(comm, COLLECTIVE_EVENT_READY, 0, NULL, 0, 0,
+		       GFP_KERNEL);
 }
 
 /**
@@ -431,10 +506,18 @@ void coll_comm_links_up(struct coll_comm *comm)
  */
 void coll_comm_join_failed(struct coll_comm *comm, int err)
 {
+	bool first = false;
+
 	mutex_lock(&coll_comms_lock);
-	if (comm->state == COLL_COMM_CONNECTING && !comm->join_err)
+	if (comm->state == COLL_COMM_CONNECTING && !comm->join_err) {
 		comm->join_err = err;
+		first = true;
+	}
 	mutex_unlock(&coll_comms_lock);
+	if (first)
+		coll_nl_notify(comm, COLLECTIVE_EVENT_FAILED, err,
+			       "the peer hosts could not be joined", 0, 0,
+			       GFP_KERNEL);
 	coll_links_shutdown_async(comm);
 	wake_up_all(&comm->join_wq);
 }
@@ -616,9 +699,16 @@ err_free_m:
 	return ret;
 }
 
-/* What COLL_COMM_QUERY says of host @h. */
-static void coll_comm_peer_info(struct coll_comm *comm, u32 h,
-				struct coll_peer_info *pi)
+/**
+ * coll_comm_peer_info() - what COLL_COMM_QUERY and netlink say of host @h
+ * @comm: the communicator (a reference held)
+ * @h: the host (0 for a communicator on one host)
+ * @pi: filled
+ *
+ * Locks: takes comm->links_lock.
+ */
+void coll_comm_peer_info(struct coll_comm *comm, u32 h,
+			 struct coll_peer_info *pi)
 {
 	const struct coll_hosts *hs = comm->hosts;
 	struct coll_link *l = NULL;
@@ -730,7 +820,7 @@ int coll_comm_leave(struct coll_file *cf, u32 handle)
 	mutex_unlock(&cf->lock);
 	if (!m)
 		return -ENOENT;
-	coll_member_leave(m);
+	coll_member_leave(m, "a rank left (COLL_COMM_DESTROY)");
 	return 0;
 }
 
@@ -742,6 +832,91 @@ void coll_comm_leave_all(struct coll_file *cf)
 
 	xa_for_each(&cf->members, index, m) {
 		xa_erase(&cf->members, index);
-		coll_member_leave(m);
+		coll_member_leave(m, "a rank closed its descriptor or died");
 	}
+}
+
+/* ---- for netlink (coll_netlink.c) --------------------------------------- */
+
+/**
+ * coll_comm_next() - the communicator of @net after serial @after
+ * @net: the namespace
+ * @after: a serial number, 0 for the first
+ *
+ * Locks: takes coll_comms_all_lock.
+ *
+ * Return: the communicator with the lowest serial above @after, with a
+ * reference, or NULL.
+ */
+struct coll_comm *coll_comm_next(struct net *net, u32 after)
+{
+	struct coll_comm *comm, *found = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&coll_comms_all_lock, flags);
+	list_for_each_entry(comm, &coll_comms_all, all_node) {
+		if (comm->serial <= after || !net_eq(comm->net, net))
+			continue;
+		if (kref_get_unless_zero(&comm->kref)) {
+			found = comm;
+			break;
+		}
+	}
+	spin_unlock_irqrestore(&coll_comms_all_lock, flags);
+	return found;
+}
+
+/**
+ * coll_comm_get_serial() - the communicator of @net with serial @serial
+ * @net: the namespace
+ * @serial: its serial number
+ *
+ * Locks: takes coll_comms_all_lock.
+ *
+ * Return: it with a reference, or NULL.
+ */
+struct coll_comm *coll_comm_get_serial(struct net *net, u32 serial)
+{
+	struct coll_comm *comm = serial ? coll_comm_next(net, serial - 1) :
+				 NULL;
+
+	if (comm && comm->serial != serial) {
+		coll_comm_put(comm);
+		comm = NULL;
+	}
+	return comm;
+}
+
+/**
+ * coll_comm_nl_state() - where a communicator is, as netlink says it
+ * @comm: the communicator (a reference held)
+ * @njoined: set to the local ranks in it now
+ * @error: set to why it died or failed to join (negative errno), or 0
+ *
+ * Locks: takes coll_comms_lock, then comm->lock.
+ *
+ * Return: enum collective_comm_state.
+ */
+u32 coll_comm_nl_state(struct coll_comm *comm, u32 *njoined, int *error)
+{
+	static const u32 map[] = {
+		[COLL_COMM_JOINING] = COLLECTIVE_COMM_STATE_JOINING,
+		[COLL_COMM_CONNECTING] = COLLECTIVE_COMM_STATE_CONNECTING,
+		[COLL_COMM_READY] = COLLECTIVE_COMM_STATE_READY,
+		[COLL_COMM_GONE] = COLLECTIVE_COMM_STATE_GONE,
+	};
+	u32 state;
+
+	mutex_lock(&coll_comms_lock);
+	state = map[comm->state];
+	*njoined = comm->njoined;
+	*error = comm->join_err;
+	spin_lock(&comm->lock);
+	if (comm->dead) {
+		state = COLLECTIVE_COMM_STATE_DEAD;
+		*error = comm->error;
+	}
+	spin_unlock(&comm->lock);
+	mutex_unlock(&coll_comms_lock);
+	return state;
 }

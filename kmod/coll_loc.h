@@ -30,11 +30,14 @@
  * ----------------------
  * coll_file.lock   (mutex)    the descriptor's members and requests.
  * coll_comms_lock  (mutex)    the registry; comm->state, members, njoined.
+ * coll_tune_lock   (mutex)    writers of tunables (coll_tune.c).
  * coll_plan_cache.lock (mutex) a comm's plans.
  * coll_comm.lock   (spinlock) comm->dead, members' next_seq, in-flight
  *                             tasks and their narrived and sub[].
  * coll_task.lock   (spinlock) task state transitions (coll_run.c).
  * coll_procs_lock  (spinlock) per-process communicator counts.
+ * coll_comms_all_lock (spinlock, irqsave) the list of every communicator
+ *                             alive, for netlink (coll_comm.c); innermost.
  */
 #ifndef COLL_LOC_H
 #define COLL_LOC_H
@@ -47,13 +50,17 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
+#include <linux/uidgid.h>
 #include <linux/collective.h>
+#include <linux/collective_nl.h>
 
 #include "coll_sched.h"
 #include "coll_wire.h"
 
+struct coll_comm;
 struct coll_obuf;
 struct coll_proc;
+struct coll_task;
 struct coll_link;
 struct coll_xtask;
 struct crypto_shash;
@@ -157,6 +164,68 @@ static inline u32 coll_hosts_of(const struct coll_hosts *h, u32 rank)
 	return h->rank_host[rank];
 }
 
+/* coll_tune.c: tunables, module-wide and per communicator */
+enum coll_tune_id {
+	COLL_TUNE_ALGO,
+	COLL_TUNE_PRIM_ALGO,	/* + prim: COLL_PRIM_MAX of them */
+	COLL_TUNE_SOLO_BYTES = COLL_TUNE_PRIM_ALGO + COLL_PRIM_MAX,
+	COLL_TUNE_EAGER_BYTES,
+	COLL_TUNE_HIER_BYTES,
+	COLL_TUNE_RING_CHUNK_BYTES,
+	COLL_TUNE_EXEC_CHUNK_BYTES,
+	COLL_TUNE_SPIN_NS,
+	COLL_TUNE_JOIN_TIMEOUT_MS,
+	COLL_TUNE_PEER_TIMEOUT_MS,
+	COLL_TUNE_PLAN_CACHE,
+	COLL_TUNE_MAX_REQUESTS,
+	COLL_TUNE_MAX_COMMS,
+	COLL_TUNE_BUSY_POLL_US,
+	COLL_TUNE_RDMA_QPS,
+	COLL_TUNE_MR_POOL,
+	COLL_TUNE_NR,
+};
+
+/* A communicator's overrides: val[id] counts where bit id of set is. */
+struct coll_tune {
+	u32 val[COLL_TUNE_NR];		/* written under coll_tune_lock */
+	DECLARE_BITMAP(set, COLL_TUNE_NR);
+};
+
+struct coll_tune_desc {
+	const char *name;		/* as in the spec: "solo-bytes" */
+	unsigned int *global;		/* the module-wide value */
+	bool per_comm;			/* a communicator may override it */
+};
+
+extern const struct coll_tune_desc coll_tune_descs[COLL_TUNE_NR];
+u32 coll_tune_get(const struct coll_comm *comm, enum coll_tune_id id);
+u32 coll_tune_algo(const struct coll_comm *comm, u32 prim);
+void coll_tune_set(struct coll_comm *comm, enum coll_tune_id id, u32 val);
+void coll_tune_reset(struct coll_comm *comm);
+void coll_tune_lock(void);
+void coll_tune_unlock(void);
+
+/* coll_stats.c: statistics per communicator and primitive */
+#define COLL_STAT_NERR	8	/* distinct errnos counted per primitive */
+
+struct coll_pstat {
+	u64 calls;			/* ended, well or not */
+	u64 bytes;			/* per rank, of those that ended well */
+	u64 time_ns;			/* last arrival to the end, summed */
+	u64 hist[COLLECTIVE_HIST_BUCKETS];	/* calls by size */
+	u64 hist_bytes[COLLECTIVE_HIST_BUCKETS];	/* their bytes */
+	u64 algo[COLL_ALGO_MAX];	/* calls by the algorithm run */
+	u32 err_no[COLL_STAT_NERR];	/* positive errno, 0: free slot */
+	u64 err_count[COLL_STAT_NERR];	/* the last slot also counts others */
+};
+
+struct coll_comm_stats {
+	struct coll_pstat prim[COLL_PRIM_MAX];
+};
+
+u32 coll_stats_bucket(u64 bytes);
+void coll_stats_task_done(struct coll_task *task, int status);
+
 /* coll_comm.c */
 enum coll_comm_state {
 	COLL_COMM_JOINING,	/* ranks of this host arriving */
@@ -202,6 +271,14 @@ struct coll_comm {
 	unsigned long shutdown_queued;	/* bit 0 */
 	u64 next_task_seq;		/* lock: 1 + the last task's seq */
 	struct coll_msg **early;	/* lock: nhosts: READY of the next task */
+
+	/* seen and tuned through netlink (coll_netlink.c) */
+	struct list_head all_node;	/* coll_comms_all_lock */
+	kuid_t owner;			/* the creator's effective uid */
+	unsigned long born;		/* jiffies */
+	int error;			/* lock: why it died (negative errno) */
+	struct coll_tune tune;		/* coll_tune.c */
+	struct coll_comm_stats *stats;	/* lock */
 };
 
 struct coll_member {
@@ -224,7 +301,14 @@ void coll_member_put(struct coll_member *m);
 void coll_comm_kill(struct coll_comm *comm, int err);
 void coll_comm_peer_left(struct coll_comm *comm, u32 host);
 void coll_comm_drained(struct coll_comm *comm);
+void coll_comm_kill_why(struct coll_comm *comm, int err, const char *why);
 int coll_comm_init_registry(void);
+struct coll_comm *coll_comm_next(struct net *net, u32 after);
+struct coll_comm *coll_comm_get_serial(struct net *net, u32 serial);
+u32 coll_comm_nl_state(struct coll_comm *comm, u32 *njoined, int *error);
+u32 coll_comm_nlocal(const struct coll_comm *comm);
+void coll_comm_peer_info(struct coll_comm *comm, u32 h,
+			 struct coll_peer_info *pi);
 
 /* coll_plan.c */
 struct coll_plan_key {
@@ -297,6 +381,8 @@ struct coll_task {
 	int status;			/* 0 or -errno, final once DONE */
 	wait_queue_head_t wq;
 	u64 bytes;			/* user bytes moved, for statistics */
+	u64 t_first;			/* ns: the first rank arrived */
+	u64 t_start;			/* ns: the last rank arrived (started) */
 	size_t alloc_bytes;
 	struct work_struct free_work;	/* unpins what ranks left pinned */
 
@@ -339,6 +425,8 @@ int coll_sub_pin(struct coll_sub *sub, const struct coll_op *arg, u32 nranks,
 		 u32 rank);
 void coll_sub_unpin(struct coll_sub *sub);
 void coll_task_release_rank(struct coll_task *task, u32 rank);
+
+u32 coll_task_prim(const struct coll_task *task);
 
 /* coll_match.c: submissions, matched across ranks by sequence number */
 int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd);
@@ -581,6 +669,12 @@ void coll_rdma_device_gone(struct coll_ibdev *d);
 int coll_tcp_connect(struct coll_comm *comm, u32 host, unsigned long deadline,
 		     u32 fallback);
 void coll_tcp_accepted(struct net *net, struct socket *sock);
+
+/* coll_netlink.c: the generic netlink family "collective" */
+int coll_nl_init(void);
+void coll_nl_exit(void);
+void coll_nl_notify(struct coll_comm *comm, u32 event, int err,
+		    const char *reason, u32 host, u32 fallback, gfp_t gfp);
 
 /* coll_req.c: non-blocking requests */
 struct coll_req {

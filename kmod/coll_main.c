@@ -308,11 +308,16 @@ static int __init coll_init(void)
 	ret = coll_net_init();
 	if (ret)
 		goto err_ib_exit;
-	ret = misc_register(&coll_misc);
+	ret = coll_nl_init();
 	if (ret)
 		goto err_net_exit;
+	ret = misc_register(&coll_misc);
+	if (ret)
+		goto err_nl_exit;
 	return 0;
 
+err_nl_exit:
+	coll_nl_exit();
 err_net_exit:
 	coll_net_exit();
 err_ib_exit:
@@ -333,6 +338,7 @@ static void __exit coll_exit(void)
 	coll_ib_exit();
 	coll_cq_exit();
 	destroy_workqueue(coll_wq);
+	coll_nl_exit();
 }
 
 module_init(coll_init);

@@ -37,6 +37,7 @@
 #include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/stat.h>
+#include <linux/ktime.h>
 
 #include "coll_loc.h"
 #include "coll_trace.h"
@@ -72,6 +73,7 @@ static void coll_run_finish(struct coll_task *task)
 
 	spin_lock(&comm->lock);
 	list_del_init(&task->node);
+	coll_stats_task_done(task, status);
 	spin_unlock(&comm->lock);
 
 	atomic64_dec(&coll_stats.ops);
@@ -350,7 +352,7 @@ static bool coll_exec_started(struct coll_task *task, u32 round)
 static void coll_exec_busy_poll(struct coll_task *task, bool killable,
 				coll_exec_cond cond, u32 round)
 {
-	u32 us = READ_ONCE(coll_busy_poll_us);
+	u32 us = coll_tune_get(task->comm, COLL_TUNE_BUSY_POLL_US);
 	struct coll_poll p;
 	u64 until;
 
@@ -376,7 +378,7 @@ static int coll_exec_sleep(struct coll_task *task, bool killable,
 	u64 until;
 
 	coll_exec_busy_poll(task, killable, cond, round);
-	until = local_clock() + READ_ONCE(coll_spin_ns);
+	until = local_clock() + coll_tune_get(task->comm, COLL_TUNE_SPIN_NS);
 
 	/* As KVM's halt polling: only while no one else wants this CPU. */
 	while (!cond(task, round) && local_clock() < until) {
@@ -494,7 +496,8 @@ wait_done:
 	return READ_ONCE(task->status);
 
 killed:
-	coll_comm_kill(task->comm, -ECONNRESET);
+	coll_comm_kill_why(task->comm, -ECONNRESET,
+			   "a rank was killed in a collective");
 	return -EINTR;
 }
 
@@ -510,7 +513,9 @@ void coll_run_work(struct work_struct *work)
 }
 
 /*
- * COLL_ALGO_AUTO: the module parameter "algo" if it names one; else,
+ * COLL_ALGO_AUTO: the algorithm the tunables force (coll_tune_algo(): the
+ * communicator's or the module's, for this primitive or all; the module's
+ * "algo" is the module parameter), if one is; else,
  * within one host, DIRECT (every rank reads its peers' pages once);
  * across hosts, HIER for AllReduce, AllGather and Broadcast whose result
  * buffer holds hier_bytes or more, when the ranks are laid out host by
@@ -529,12 +534,12 @@ static u32 coll_pick_algo(const struct coll_task *task, u32 algo)
 
 	if (algo != COLL_ALGO_AUTO)
 		return algo;
-	algo = READ_ONCE(coll_default_algo);
-	if (algo != COLL_ALGO_AUTO && algo < COLL_ALGO_MAX)
+	algo = coll_tune_algo(task->comm, prim);
+	if (algo != COLL_ALGO_AUTO)
 		return algo;
 	if (prim == COLL_ALLGATHER)
 		bytes *= task->nranks;		/* the count is per rank */
-	if (h && h->local > 1 && bytes >= READ_ONCE(coll_hier_bytes) &&
+	if (h && h->local > 1 && bytes >= coll_tune_get(task->comm, COLL_TUNE_HIER_BYTES) &&
 	    (prim == COLL_ALLREDUCE || prim == COLL_ALLGATHER ||
 	     prim == COLL_BROADCAST))
 		return COLL_ALGO_HIER;
@@ -605,9 +610,11 @@ static int coll_run_prepare(struct coll_task *task)
 	key.algo = task->desc.algo;
 	key.root = d0->root;
 	key.count = d0->count;
-	key.chunk = max_t(u64, 1, READ_ONCE(coll_ring_chunk_bytes) /
+	key.chunk = max_t(u64, 1, coll_tune_get(task->comm,
+						COLL_TUNE_RING_CHUNK_BYTES) /
 			  task->esize);
-	key.exec_chunk = max_t(u64, 1, READ_ONCE(coll_exec_chunk_bytes) /
+	key.exec_chunk = max_t(u64, 1, coll_tune_get(task->comm,
+						     COLL_TUNE_EXEC_CHUNK_BYTES) /
 			       task->esize);
 	if (d0->prim == COLL_ALLTOALL && d0->inplace) {
 		if (task->xt && d0->count) {
@@ -634,7 +641,7 @@ static int coll_run_prepare(struct coll_task *task)
 			atomic_set(&task->round_left,
 				   coll_sched_round_end(task->sched, 0));
 		task->solo = task->bytes * task->nranks <=
-			     READ_ONCE(coll_solo_bytes);
+			     coll_tune_get(task->comm, COLL_TUNE_SOLO_BYTES);
 	}
 	return 0;
 }
@@ -651,6 +658,7 @@ void coll_run_start(struct coll_task *task)
 	bool fin = false, tell = false;
 	u32 r;
 
+	task->t_start = ktime_get_ns();
 	if (!err) {
 		err = coll_run_prepare(task);
 		tell = err && task->xt;

@@ -16,6 +16,7 @@
 #include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
+#include <linux/ktime.h>
 
 #include "coll_loc.h"
 
@@ -183,11 +184,31 @@ struct coll_task *coll_task_alloc(struct coll_comm *comm)
 	task->nranks = comm->nranks;
 	task->nlocal = comm->hosts ? comm->hosts->nlocal : comm->nranks;
 	task->state = COLL_TASK_ARRIVING;
+	task->t_first = ktime_get_ns();
 	if (comm->hosts && coll_xtask_alloc(task, comm)) {
 		coll_kvfree(task, bytes);
 		return NULL;
 	}
 	return task;
+}
+
+/**
+ * coll_task_prim() - the primitive of a task, started or not
+ * @task: the task; the caller holds comm->lock or the task has started
+ *
+ * Return: the primitive, or COLL_PRIM_MAX if no rank's part says.
+ */
+u32 coll_task_prim(const struct coll_task *task)
+{
+	u32 r;
+
+	if (coll_task_state((struct coll_task *)task) != COLL_TASK_ARRIVING &&
+	    task->sched)
+		return task->desc.prim;
+	for (r = 0; r < task->nranks; r++)
+		if (task->sub[r])
+			return task->sub[r]->desc.prim;
+	return COLL_PRIM_MAX;
 }
 
 /* A task allocated by coll_task_alloc() that was never published. */

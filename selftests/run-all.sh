@@ -6,6 +6,9 @@
 #   native    native tests of the library, the tools and, once built, the
 #             torch backend (no device)
 #   guest     the kselftest-harness selftests inside one qemu guest
+#   netlink   the generic netlink family in one qemu guest: collctl and the
+#             kernel's YNL CLI (tools/ynl/cli.py) against each other, every
+#             tunable's effect, permissions, extack, op show, monitor, diag
 #   hosts     ranks spread over 2 and 3 guests (hosts.sh): every primitive
 #             across hosts, each transport, element by element; then faults
 #             in the middle of a large collective (hosts-faults.sh): a link
@@ -29,7 +32,7 @@
 # Guest suites take the machine's guest lock ($COLL_GUEST_LOCK, default
 # /tmp/coll-guest.lock): with two cores, never two guest jobs at once.
 #
-# usage: selftests/run-all.sh [SUITE...]     (default: unit native guest hosts torch)
+# usage: selftests/run-all.sh [SUITE...]     (default: unit native guest netlink hosts torch)
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -92,7 +95,7 @@ torch_suite() {
 }
 
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(unit native guest hosts torch)
+[ ${#suites[@]} -gt 0 ] || suites=(unit native guest netlink hosts torch)
 for s in "${suites[@]}"; do
 	case $s in
 	unit)	run_suite unit make -s -C selftests/unit run ;;
@@ -101,6 +104,8 @@ for s in "${suites[@]}"; do
 			  make -s -C userlib/torch check; }' ;;
 	guest)	run_suite guest flock "$lock" selftests/rig/vm.sh --name selftests \
 			--mem 4G --timeout 2400 -- selftests/guest-run.sh ;;
+	netlink) run_suite netlink flock "$lock" selftests/rig/vm.sh --name netlink \
+			--mem 2G --timeout 600 -- selftests/netlink-guest.sh ;;
 	hosts)	run_suite hosts hosts_suite ;;
 	torch)	run_suite torch torch_suite ;;
 	rdma2)	run_suite rdma2 flock "$lock" selftests/rig/test-rdma-2guest.sh ;;

@@ -4,6 +4,7 @@
 #
 # Native tests of the tools: no module, no /dev/collective.
 #   - collrun: environment, exit statuses, kill-on-failure, timeout;
+#   - collctl: usage, no module, generated netlink files match the spec;
 #   - coll_perf: clean failure without a device or outside collrun (end to
 #     end against the module: selftests/guest-run.sh, in a guest);
 #   - mpi_perf (when mpirun exists): np=2, every primitive, 0 wrong, and the
@@ -123,6 +124,16 @@ check "compare-hosts.sh: -r must name an input" rc_is 2 ./compare-hosts.sh -p al
 ./memcpy_bw -r 3 4M > "$T/mem" 2>&1
 check "memcpy_bw: both lines" sh -c "grep -q '^# memcpy single-thread 4MiB: [0-9.]* GB/s\$' $T/mem && grep -q '^memcpy_bw bytes=4194304 reps=3 median_GBps=[0-9.]* ' $T/mem"
 check "memcpy_bw: bad size exits 2" rc_is 2 ./memcpy_bw 12Q
+
+# ------------------------------------------------------------ collctl, no module
+check "collctl: -h exits 0" rc_is 0 ./collctl -h
+check "collctl: an unknown option exits 2" rc_is 2 ./collctl -x tune show
+if [ ! -d /sys/module/collective ]; then
+	./collctl tune show > "$T/cc" 2>&1
+	check "collctl: without the module, exit 1 naming the family" \
+		sh -c "[ \$(./collctl tune show >/dev/null 2>&1; echo \$?) = 1 ] && grep -q 'no netlink family \"collective\"' $T/cc"
+fi
+check "collctl: the generated netlink files match the spec" sh -c "make -s -C .. nlcheck > /dev/null"
 
 echo "1..$n"
 [ $fail -eq 0 ] || echo "# $fail of $n failed"

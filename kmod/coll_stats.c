@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Statistics per communicator and primitive: calls, bytes, time, a
+ * histogram of sizes, the algorithms run and the errors by errno.  Counted
+ * once per collective on this host, when it ends (coll_run.c), under the
+ * communicator's lock, which the netlink dump takes to read them.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bitops.h>
+#include <linux/ktime.h>
+
+#include "coll_loc.h"
+
+/**
+ * coll_stats_bucket() - the histogram bucket of a call of @bytes per rank
+ * @bytes: the size
+ *
+ * Bucket 0 holds calls of at most 64 bytes, bucket i calls of at most
+ * 64 << 2i bytes, the last one everything larger (COLLECTIVE_HIST_BUCKETS).
+ *
+ * Return: the bucket.
+ */
+u32 coll_stats_bucket(u64 bytes)
+{
+	u32 b;
+
+	if (bytes <= 64)
+		return 0;
+	b = DIV_ROUND_UP(fls64(bytes - 1) - 6, 2);
+	return min_t(u32, b, COLLECTIVE_HIST_BUCKETS - 1);
+}
+
+static void coll_stats_error(struct coll_pstat *ps, int err)
+{
+	u32 e = -err, i;
+
+	for (i = 0; i < COLL_STAT_NERR - 1; i++) {
+		if (ps->err_no[i] == e || !ps->err_no[i]) {
+			ps->err_no[i] = e;
+			ps->err_count[i]++;
+			return;
+		}
+	}
+	/* the last slot: its own errno, or any other once the rest are taken */
+	if (!ps->err_no[i])
+		ps->err_no[i] = e;
+	ps->err_count[i]++;
+}
+
+/**
+ * coll_stats_task_done() - count a collective that ended
+ * @task: the collective, DONE
+ * @status: its result
+ *
+ * Locks: task->comm->lock.
+ */
+void coll_stats_task_done(struct coll_task *task, int status)
+{
+	struct coll_comm *comm = task->comm;
+	u32 prim = coll_task_prim(task);
+	struct coll_pstat *ps;
+
+	lockdep_assert_held(&comm->lock);
+	if (!comm->stats || prim >= COLL_PRIM_MAX)
+		return;
+	ps = &comm->stats->prim[prim];
+	ps->calls++;
+	if (status) {
+		coll_stats_error(ps, status);
+		return;
+	}
+	ps->bytes += task->bytes;
+	if (task->t_start)
+		ps->time_ns += ktime_get_ns() - task->t_start;
+	ps->hist[coll_stats_bucket(task->bytes)]++;
+	ps->hist_bytes[coll_stats_bucket(task->bytes)] += task->bytes;
+	if (task->desc.algo < COLL_ALGO_MAX)
+		ps->algo[task->desc.algo]++;
+}
