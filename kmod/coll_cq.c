@@ -117,7 +117,7 @@ void coll_cq_release(struct coll_cq *c, bool more)
 		 * need the owner's second look.
 		 */
 		clear_bit(COLL_CQ_MISSED, &c->flags);
-		smp_mb__after_atomic();
+		smp_mb__after_atomic();	/* pairs with coll_cq_event() */
 		if (more || ib_req_notify_cq(c->cq, IB_CQ_NEXT_COMP |
 					     IB_CQ_REPORT_MISSED_EVENTS) > 0)
 			queue_work(coll_cq_wq, &c->work);

@@ -28,7 +28,7 @@
  * the link spreads its reads over all of them (the peers' grants are
  * regions of the device's protection domain, which every queue pair on it
  * reaches).  Frames stay on the first, so their order holds.  A channel
- * that fails fails the communicator, as the link would; it goes down with
+ * whose queue pair fails takes the communicator down, as the link would; it goes down with
  * the link.
  *
  * The connection proves knowledge of the id as the TCP one does
@@ -1462,16 +1462,7 @@ err_discard:
 	return err;
 }
 
-/**
- * coll_rdma_connect() - connect to a peer host over RDMA, until a deadline
- * @comm: the communicator
- * @host: the peer
- * @deadline: jiffies
- *
- * Return: 0 (attached), or -ENODEV / -EHOSTUNREACH / -ECONNREFUSED when
- * RDMA does not reach the peer (the caller may fall back to TCP), -EPROTO
- * (other tables), -ETIMEDOUT, or another -errno.
- */
+/* One queue pair to @host (@channel 0: the link), retried until @deadline. */
 static int coll_rdma_connect_qp(struct coll_comm *comm, u32 host,
 				u32 channel, unsigned long deadline)
 {
@@ -1491,6 +1482,18 @@ static int coll_rdma_connect_qp(struct coll_comm *comm, u32 host,
 	}
 }
 
+/**
+ * coll_rdma_connect() - connect to a peer host over RDMA, until a deadline
+ * @comm: the communicator
+ * @host: the peer
+ * @deadline: jiffies
+ *
+ * The link first, then its data channels (module parameter rdma_qps).
+ *
+ * Return: 0 (attached), or -ENODEV / -EHOSTUNREACH / -ECONNREFUSED when
+ * RDMA does not reach the peer (the caller may fall back to TCP), -EPROTO
+ * (other tables), -ETIMEDOUT, or another -errno.
+ */
 int coll_rdma_connect(struct coll_comm *comm, u32 host,
 		      unsigned long deadline)
 {
