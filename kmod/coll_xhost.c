@@ -296,7 +296,13 @@ static void coll_xhost_desc(struct coll_task *task, struct coll_wire_desc *d)
 	d->redop = cpu_to_le32(task->desc.redop);
 	d->root = cpu_to_le32(task->desc.root);
 	d->algo = cpu_to_le32(task->desc.algo);
-	d->flags = cpu_to_le32(task->desc.inplace ? 1 : 0);
+	/*
+	 * In place is each rank's own affair (a Reduce's root alone, say),
+	 * except for AlltoAll, whose plan it changes: agreed on for it only,
+	 * as between the ranks of one host (coll_desc_equal()).
+	 */
+	d->flags = cpu_to_le32(task->desc.prim == COLL_ALLTOALL &&
+			       task->desc.inplace ? 1 : 0);
 	d->count = cpu_to_le64(task->desc.count);
 	d->chunk = cpu_to_le64(task->plan->key.chunk);
 }

@@ -224,6 +224,34 @@ public:
 	c10::intrusive_ptr<at::ivalue::Future> future_;
 };
 
+/*
+ * Where ranks on several hosts meet (libcollective's rendezvous), or ""
+ * when they are all on this one: COLL_ROOT=host:port if set (the selftest
+ * rig also exports COLL_ROOT as the project's directory: a value with a
+ * '/' or without a ':' is not a rendezvous); else, when torchrun says the
+ * group spans hosts (LOCAL_WORLD_SIZE below the world size), MASTER_ADDR
+ * at MASTER_PORT + 1, as coll_comm_init_env() does (MASTER_PORT is torch's
+ * own store).
+ */
+static std::string rendezvous(int size)
+{
+	const char *root = getenv("COLL_ROOT");
+	const char *lws = getenv("LOCAL_WORLD_SIZE");
+	const char *addr = getenv("MASTER_ADDR");
+	const char *port = getenv("MASTER_PORT");
+
+	if (root && strchr(root, ':') && !strchr(root, '/'))
+		return root;
+	if (!lws || !addr || !*addr || !port || atoi(lws) <= 0 ||
+	    atoi(lws) >= size || atoi(port) <= 0 || atoi(port) >= 65535)
+		return "";
+	std::string a(addr);
+
+	if (a.find(':') != std::string::npos)
+		a = "[" + a + "]";
+	return a + ":" + std::to_string(atoi(port) + 1);
+}
+
 class ProcessGroupCollective : public c10d::ProcessGroup {
 public:
 	ProcessGroupCollective(int rank, int size, const std::string &idstr,
@@ -239,16 +267,11 @@ public:
 		unsigned int tmo = timeout_ms <= 0 ? 0 :
 			timeout_ms > 0x7fffffff ? 0x7fffffffu :
 			static_cast<unsigned int>(timeout_ms);
-		/*
-		 * COLL_ROOT=host:port: ranks on several hosts.  The selftest
-		 * rig also exports COLL_ROOT as the project's directory: a
-		 * value with a '/' or without a ':' is not a rendezvous.
-		 */
-		const char *root = getenv("COLL_ROOT");
+		std::string root = rendezvous(size);
 
-		if (root && strchr(root, ':') && !strchr(root, '/'))
-			ret = coll_comm_init_root(&comm_, size, rank, &id, root,
-						  tmo, 0);
+		if (!root.empty())
+			ret = coll_comm_init_root(&comm_, size, rank, &id,
+						  root.c_str(), tmo, 0);
 		else
 			ret = coll_comm_init(&comm_, size, rank, &id, tmo);
 		if (ret)
