@@ -20,8 +20,10 @@
 #   torch     the torch.distributed backend (userlib/torch/) in one guest:
 #             every operation x dtype x reduce op against Gloo with 2 and 4
 #             ranks, DDP training bitwise equal to Gloo's, a rank killed
-#             mid-training (selftests/torch/guest-torch.sh); skipped when
-#             python3-torch or the built extension is missing
+#             mid-training (selftests/torch/guest-torch.sh); then the
+#             same with one rank on each of two guests, launched by
+#             torchrun's multi-node form, over RDMA (hosts-torch.sh);
+#             skipped when python3-torch or the built extension is missing
 # and, only when named:
 #   rdma2     a check of the rig itself (two guests, rping and ib_write_bw
 #             over rxe): not a test of the project, so not run by default
@@ -83,15 +85,19 @@ hosts_suite() {
 	return "$rc"
 }
 
-# The suite "torch": one guest boot, when torch and the extension are there.
+# The suite "torch", when torch and the extension are there: one guest
+# boot (guest-torch.sh), then two guests with a rank each (hosts-torch.sh).
 torch_suite() {
 	if ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
 	   ! ls userlib/torch/torch_collective/_C*.so >/dev/null 2>&1; then
 		echo "ok 1 torch # SKIP python3-torch or userlib/torch not built (make deps torch)"
 		return 0
 	fi
+	local rc=0
 	flock "$lock" selftests/rig/vm.sh --name torch --mem 4G --timeout 900 \
-		-- selftests/torch/guest-torch.sh
+		-- selftests/torch/guest-torch.sh || rc=1
+	selftests/torch/hosts-torch.sh || rc=1
+	return "$rc"
 }
 
 suites=("$@")
