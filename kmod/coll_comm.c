@@ -66,14 +66,11 @@ static void coll_comm_free_hosts(struct coll_comm *comm)
 
 	if (!comm->hosts)
 		return;
-	for (h = 0; h < comm->hosts->nhosts; h++) {
-		struct coll_msg *m = comm->early[h], *t, *n;
+	for (h = 0; comm->early && h < comm->hosts->nhosts; h++) {
+		struct coll_msg *t, *n;
 
-		if (!m)
-			continue;
-		list_for_each_entry_safe(t, n, &m->node, node)
+		list_for_each_entry_safe(t, n, &comm->early[h], node)
 			coll_msg_free(t);
-		coll_msg_free(m);
 	}
 	coll_kvfree(comm->early, comm->hosts->nhosts * sizeof(*comm->early));
 	coll_kvfree(comm->links, comm->hosts->nhosts * sizeof(*comm->links));
@@ -160,6 +157,8 @@ static int coll_comm_set_hosts(struct coll_comm *comm,
 	comm->early = coll_kvzalloc(nh * sizeof(*comm->early));
 	if (!comm->links || !comm->early)
 		return -ENOMEM;
+	while (nh--)
+		INIT_LIST_HEAD(&comm->early[nh]);
 	ret = coll_auth_init(&comm->auth, comm->id);
 	if (!ret)
 		ret = coll_hosts_layout(hosts, &comm->auth);

@@ -270,7 +270,9 @@ struct coll_comm {
 	struct work_struct shutdown_work;
 	unsigned long shutdown_queued;	/* bit 0 */
 	u64 next_task_seq;		/* lock: 1 + the last task's seq */
-	struct coll_msg **early;	/* lock: nhosts: READY of the next task */
+	struct list_head *early;	/* lock: nhosts: frames of tasks not
+					 * created yet (coll_xhost_stash())
+					 */
 
 	/* seen and tuned through netlink (coll_netlink.c) */
 	struct list_head all_node;	/* coll_comms_all_lock */
@@ -586,6 +588,7 @@ bool coll_xhost_heard_last(struct coll_task *task, u32 host);
 int coll_xtask_alloc(struct coll_task *task, struct coll_comm *comm);
 void coll_xtask_free(struct coll_task *task);
 void coll_xhost_adopt_early(struct coll_task *task);
+bool coll_xhost_too_far(struct coll_comm *comm, u64 seq);
 void coll_xhost_start(struct coll_task *task);
 void coll_xhost_finished(struct coll_task *task, u32 round);
 void coll_xhost_failed(struct coll_task *task, int err);

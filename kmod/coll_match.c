@@ -97,7 +97,8 @@ static bool coll_match_peek(struct coll_member *m)
  * for the last to arrive, which starts it.
  *
  * Return: the task, or ERR_PTR(-ECONNRESET) for a dead communicator, or
- * ERR_PTR(-EAGAIN) if a task had to be created and @cand was NULL.
+ * ERR_PTR(-EAGAIN) if a task had to be created and @cand was NULL, or
+ * ERR_PTR(-ENOSPC) if it may not be created yet (coll_xhost_too_far()).
  */
 static struct coll_task *coll_match_publish(struct coll_member *m,
 					    struct coll_sub *sub,
@@ -117,6 +118,10 @@ static struct coll_task *coll_match_publish(struct coll_member *m,
 		if (!*cand) {
 			spin_unlock(&comm->lock);
 			return ERR_PTR(-EAGAIN);
+		}
+		if ((*cand)->xt && coll_xhost_too_far(comm, m->next_seq)) {
+			spin_unlock(&comm->lock);
+			return ERR_PTR(-ENOSPC);
 		}
 		task = *cand;
 		*cand = NULL;

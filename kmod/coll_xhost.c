@@ -16,10 +16,11 @@
  * you say READY(t+1)".  A host opens round t once it has finished round
  * t-1 (and sent READY(t)) and every peer's READY(t) has arrived; round
  * nrounds is the end (everyone's reads of this host's buffers are over, so
- * they may be unpinned).  A peer is never more than one round ahead, and
- * never more than one collective: each host keeps two payload slots per
- * peer, and the communicator one early slot per peer for the next
- * collective's first frames.
+ * they may be unpinned).  A peer is never more than one round ahead of a
+ * collective: each host keeps two payload slots per peer.  Collectives run
+ * side by side (non-blocking requests), so a peer may start later ones
+ * before this host has created them: the communicator keeps their first
+ * frames (READY(0), ABORT) for up to COLL_XHOST_AHEAD collectives ahead.
  *
  * A collective that fails on one host for a reason the others cannot see
  * (its local ranks disagree, no memory for its plan) is ABORTed to the
@@ -741,28 +742,54 @@ static struct coll_task *coll_xhost_task(struct coll_comm *comm, u64 seq)
 	return NULL;
 }
 
-/* Locks: comm->lock.  Keep a frame of the next collective for later. */
+/**
+ * coll_xhost_too_far() - may a collective of sequence @seq be created?
+ * @comm: a communicator spanning hosts
+ * @seq: the new collective's
+ *
+ * Not while COLL_XHOST_AHEAD collectives are in flight here: a host that
+ * completed none of them may not have created even the first, and keeps
+ * the first frames of that many only (coll_xhost_stash()).
+ *
+ * Locks: comm->lock.
+ */
+bool coll_xhost_too_far(struct coll_comm *comm, u64 seq)
+{
+	struct coll_task *oldest;
+
+	lockdep_assert_held(&comm->lock);
+	oldest = list_first_entry_or_null(&comm->tasks, struct coll_task,
+					  node);
+	return oldest && seq - oldest->seq >= COLL_XHOST_AHEAD;
+}
+
+/*
+ * Locks: comm->lock.  Keep a first frame of a collective not created yet:
+ * one READY(0) and one ABORT at most per collective, for the next
+ * COLL_XHOST_AHEAD ones; anything else is not a frame an honest peer sends.
+ */
 static int coll_xhost_stash(struct coll_comm *comm, u32 host,
 			    struct coll_msg *m)
 {
-	struct coll_msg *old = comm->early[host];
+	u64 seq = le64_to_cpu(m->hdr.seq);
+	struct coll_msg *old;
+	bool bad;
 
 	lockdep_assert_held(&comm->lock);
-	if (le64_to_cpu(m->hdr.seq) != comm->next_task_seq ||
-	    (m->hdr.type == COLL_MSG_READY && m->hdr.round) ||
-	    (old && (old->hdr.type == m->hdr.type ||
-		     !list_empty(&old->node)))) {
+	bad = seq < comm->next_task_seq ||
+	      seq - comm->next_task_seq >= COLL_XHOST_AHEAD ||
+	      (m->hdr.type == COLL_MSG_READY && m->hdr.round);
+	list_for_each_entry(old, &comm->early[host], node)
+		bad |= old->hdr.seq == m->hdr.seq &&
+		       old->hdr.type == m->hdr.type;
+	if (bad) {
 		pr_warn_ratelimited("comm %u: host %u: frame %u for seq %llu round %u, no such collective (next %llu)\n",
-				    comm->serial, host, m->hdr.type,
-				    le64_to_cpu(m->hdr.seq),
+				    comm->serial, host, m->hdr.type, seq,
 				    le32_to_cpu(m->hdr.round),
 				    comm->next_task_seq);
 		return -EPROTO;
 	}
-	if (old)
-		list_add_tail(&m->node, &old->node);
-	else
-		comm->early[host] = m;
+	list_add_tail(&m->node, &comm->early[host]);
 	return 0;
 }
 
@@ -871,12 +898,9 @@ void coll_xhost_adopt_early(struct coll_task *task)
 	lockdep_assert_held(&comm->lock);
 	comm->next_task_seq = task->seq + 1;
 	for (h = 0; h < comm->hosts->nhosts; h++) {
-		m = comm->early[h];
-		comm->early[h] = NULL;
-		while (m) {
-			next = list_empty(&m->node) ? NULL :
-			       list_first_entry(&m->node, struct coll_msg,
-						node);
+		list_for_each_entry_safe(m, next, &comm->early[h], node) {
+			if (le64_to_cpu(m->hdr.seq) != task->seq)
+				continue;
 			list_del_init(&m->node);
 			if (m->hdr.type == COLL_MSG_ABORT) {
 				task->xt->peer[h].abort_err =
@@ -894,7 +918,6 @@ void coll_xhost_adopt_early(struct coll_task *task)
 				if (!keep)
 					coll_msg_free(m);
 			}
-			m = next;
 		}
 	}
 }

@@ -14,7 +14,8 @@
 # On the host: selftests/torch/hosts-torch.sh   (takes the guest lock)
 # Prints TAP: guest 0's case lines (each case ok only if both guests said
 # ok), then rmmod and kernel log per guest.
-# Env: COLL_GUEST_LOCK, HOSTS_TORCH_TIMEOUT (s, 900).
+# Env: COLL_GUEST_LOCK, HOSTS_TORCH_TIMEOUT (s, 900), HOSTS_TORCH_MODES
+# (torch_test.py's modes, "ops ddp").
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd -P)
@@ -30,7 +31,7 @@ guest_main() {
 	coll_wait_peers 60 || { echo "Bail out! peers unreachable"; return 1; }
 	coll_insmod "$root/kmod/collective.ko" || { echo "Bail out! insmod"; return 1; }
 	coll_barrier 120 || { echo "Bail out! barrier"; return 1; }
-	for what in ops ddp; do
+	for what in ${HOSTS_TORCH_MODES:-ops ddp}; do
 		# Debian's torchrun (1.13, Python 3.11) needs non-zero
 		# --redirects/--tee (see guest-torch.sh); COLL_ROOT is the rig's
 		# project directory here, not a rendezvous.  Gloo across the
@@ -47,6 +48,7 @@ guest_main() {
 		PORT=$((PORT + 10))
 		coll_barrier 300 || { echo "# barrier after $what failed"; rc=1; }
 	done
+	dmesg | grep 'collective: comm' | head -n 20 | sed 's/^/# dmesg| /'
 	if rmmod collective; then echo "@@ ok rmmod"; else echo "@@ not ok rmmod"; rc=1; fi
 	if coll_dmesg_splats >/dev/null; then
 		coll_dmesg_splats | head -n 40 | sed 's/^/# dmesg| /'
@@ -76,10 +78,11 @@ tap() {		# ok|not_ok description
 vrc=0
 flock "$lock" "$root/selftests/rig/vms.sh" -n 2 --name hosts-torch --mem 2G \
 	--lossless --timeout "${HOSTS_TORCH_TIMEOUT:-900}" --grace 120 \
+	${HOSTS_TORCH_MODES:+--env "HOSTS_TORCH_MODES=$HOSTS_TORCH_MODES"} \
 	-- "$here/hosts-torch.sh" --guest >"$tmp/out" 2>"$tmp/err" || vrc=$?
 awk -v dir="$tmp" '/^===== guest [0-9]+ /{ g = $3; next } g != "" { print > (dir "/g" g) }' "$tmp/out"
-grep -h '^@[a-z]*@ # ' "$tmp/g0" "$tmp/g1" 2>/dev/null | sed 's/^@[a-z]*@ //' | head -n 40
-for what in ops ddp; do
+grep -h '^@[a-z]*@ # \|^# dmesg' "$tmp/g0" "$tmp/g1" 2>/dev/null | sed 's/^@[a-z]*@ //' | head -n 60
+for what in ${HOSTS_TORCH_MODES:-ops ddp}; do
 	if ! grep -qE "^@$what@ (not )?ok " "$tmp/g0" 2>/dev/null; then
 		tap not_ok "2 hosts $what: no results"
 		continue

@@ -20,6 +20,9 @@
 #define COLL_TYPE 0xC5
 #define COLL_ABI_VERSION 3
 
+/* Collectives in flight at once on a host, per communicator spanning hosts */
+#define COLL_XHOST_AHEAD 64
+
 /**
  * DOC: General ioctl format
  *
@@ -58,6 +61,9 @@
  * - ENOSPC: the descriptor already holds the module's limit of
  *   non-blocking requests not yet collected (module parameter
  *   max_requests, %out_max_requests of COLL_INFO): collect some first.
+ *   Or, in a communicator that spans hosts, %COLL_XHOST_AHEAD collectives
+ *   are in flight on this host already (peers keep the first frames of
+ *   that many, not more): wait for the oldest first.
  * - EMFILE: the calling process is already a member of the module's limit
  *   of communicators (module parameter max_comms, %out_max_comms).
  * - EBUSY: the rank is already taken in that communicator (joining a full
