@@ -13,7 +13,9 @@
 #               hub control), restored after the phase
 #     kill      SIGKILL to a rank of the victim in the middle of the collective
 #     rdma      rdma link delete rxe0 on the victim (re-added after the phase)
-#     poweroff  the victim powers off (sysrq o); last phase only
+#     poweroff  the victim loses power: sysrq b, a reset with no shutdown
+#               (no device is closed, no peer told), which qemu -no-reboot
+#               turns into its exit; last phase only
 #   and TRANSPORT is auto (RDMA: the rig gives every guest rxe0), rdma or
 #   tcp.  Default: cut:rdma cut:tcp kill:rdma:2 kill:tcp
 #   rdma:rdma:1:busy_poll_us=50 (the device goes while ranks busy-poll its
@@ -51,7 +53,10 @@ PAT='BUG:|WARNING:|Oops|Call Trace|general protection|KASAN|UBSAN|kernel BUG|ref
 fault_cmd() {
 	case $1 in
 	rdma) echo 'rdma link delete rxe0' ;;
-	poweroff) echo 'echo o >/proc/sysrq-trigger; sleep 60' ;;
+	# An orderly sysrq o once left the victim's kernel in a soft lockup
+	# (ksoftirqd, after "sysrq: Power Off", rxe and a live communicator):
+	# not what this phase is about, and not what a power cut does.
+	poweroff) echo 'echo b >/proc/sysrq-trigger; sleep 60' ;;
 	*) echo '' ;;	# cut: coll_hosts_fault asks the hub itself
 	esac
 }
