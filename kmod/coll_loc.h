@@ -364,6 +364,7 @@ struct coll_sub {
 	struct coll_file *cf;		/* holds a ref, for wake-ups */
 	struct coll_req *req;		/* non-blocking: holds a ref */
 	struct work_struct work;	/* non-blocking progress */
+	struct coll_plan *plan;		/* built ahead: holds a ref */
 	struct coll_task *task;
 	u32 rank;
 	unsigned long flags;
@@ -436,6 +437,7 @@ bool coll_prim_reduces(u32 prim);
 bool coll_prim_rooted(u32 prim);
 
 /* coll_run.c: the one state machine, and cooperative execution */
+int coll_run_plan_ahead(struct coll_comm *comm, struct coll_sub *sub);
 void coll_run_start(struct coll_task *task);
 int coll_run_participate(struct coll_task *task, bool killable);
 void coll_run_abort(struct coll_task *task, int err);
@@ -723,6 +725,12 @@ void coll_obuf_release(struct coll_obuf *ob);
 typedef void (*coll_reduce_fn)(void *dst, const void *a, const void *b,
 			       size_t n);
 u32 coll_dtype_size(u32 dtype);
+
+/* Bytes per element of a call; a Barrier's count is of nothing. */
+static inline u32 coll_desc_esize(const struct coll_desc *d)
+{
+	return d->prim == COLL_BARRIER ? 1 : coll_dtype_size(d->dtype);
+}
 bool coll_dtype_is_float(u32 dtype);
 coll_reduce_fn coll_reduce_get(u32 dtype, u32 redop, bool *fpu);
 void coll_reduce_select(void);

@@ -220,6 +220,9 @@ int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
 	ret = coll_sub_pin(sub, arg, m->comm->nranks, rank);
 	if (ret)
 		goto err_free_sub;
+	ret = coll_run_plan_ahead(m->comm, sub);
+	if (ret)
+		goto err_free_sub;
 	if (nonblock) {
 		req = coll_req_alloc();		/* the part's reference */
 		if (!req) {

@@ -526,24 +526,75 @@ void coll_run_work(struct work_struct *work)
  * x 2 ranks over rxe (README.md).  Every host must decide alike: the hosts
  * compare the outcome (coll_xhost.c).
  */
-static u32 coll_pick_algo(const struct coll_task *task, u32 algo)
+static u32 coll_pick_algo(struct coll_comm *comm, const struct coll_desc *d)
 {
-	const struct coll_hosts *h = task->comm->hosts;
-	u32 prim = task->desc.prim;
-	u64 bytes = task->bytes;
+	const struct coll_hosts *h = comm->hosts;
+	u32 prim = d->prim, algo = d->algo;
+	u64 bytes = d->count * coll_desc_esize(d);
 
 	if (algo != COLL_ALGO_AUTO)
 		return algo;
-	algo = coll_tune_algo(task->comm, prim);
+	algo = coll_tune_algo(comm, prim);
 	if (algo != COLL_ALGO_AUTO)
 		return algo;
 	if (prim == COLL_ALLGATHER)
-		bytes *= task->nranks;		/* the count is per rank */
-	if (h && h->local > 1 && bytes >= coll_tune_get(task->comm, COLL_TUNE_HIER_BYTES) &&
+		bytes *= comm->nranks;		/* the count is per rank */
+	if (h && h->local > 1 && bytes >= coll_tune_get(comm, COLL_TUNE_HIER_BYTES) &&
 	    (prim == COLL_ALLREDUCE || prim == COLL_ALLGATHER ||
 	     prim == COLL_BROADCAST))
 		return COLL_ALGO_HIER;
 	return COLL_ALGO_DIRECT;
+}
+
+/*
+ * The plan's key for a rank's call: the resolved algorithm and the chunk
+ * sizes in elements.  In-place AlltoAll across hosts runs the out-of-place
+ * plan over a snapshot (coll_run_snapshot()).
+ */
+static void coll_run_key(struct coll_comm *comm, const struct coll_desc *d,
+			 struct coll_plan_key *key)
+{
+	u32 esize = coll_desc_esize(d);
+
+	memset(key, 0, sizeof(*key));	/* compared with memcmp() */
+	key->prim = d->prim;
+	key->algo = coll_pick_algo(comm, d);
+	key->root = d->root;
+	key->count = d->count;
+	key->chunk = max_t(u64, 1, coll_tune_get(comm,
+						 COLL_TUNE_RING_CHUNK_BYTES) /
+			   esize);
+	key->exec_chunk = max_t(u64, 1, coll_tune_get(comm,
+						      COLL_TUNE_EXEC_CHUNK_BYTES) /
+				esize);
+	if (d->prim == COLL_ALLTOALL && d->inplace &&
+	    !(comm->hosts && d->count))
+		key->flags |= COLL_SCHED_F_INPLACE;
+}
+
+/**
+ * coll_run_plan_ahead() - find or build a rank's plan before it is published
+ * @comm: the communicator
+ * @sub: the rank's part, pinned, not yet published
+ *
+ * A failure here fails the call, which has changed nothing yet; the task
+ * that starts later takes the plan from one of its parts
+ * (coll_run_prepare()) and allocates none, so that a collective that has
+ * been accepted does not fail for want of memory for its plan.
+ *
+ * May sleep.  Return: 0 or -errno (-ENOMEM).
+ */
+int coll_run_plan_ahead(struct coll_comm *comm, struct coll_sub *sub)
+{
+	struct coll_plan_key key;
+	struct coll_plan *plan;
+
+	coll_run_key(comm, &sub->desc, &key);
+	plan = coll_plan_get(comm, &key);
+	if (IS_ERR(plan))
+		return PTR_ERR(plan);
+	sub->plan = plan;
+	return 0;
 }
 
 static bool coll_desc_equal(const struct coll_desc *a,
@@ -587,8 +638,8 @@ static int coll_run_snapshot(struct coll_task *task)
 static int coll_run_prepare(struct coll_task *task)
 {
 	const struct coll_desc *d0 = NULL;
-	struct coll_plan_key key = {};
-	struct coll_plan *plan;
+	struct coll_plan_key key;
+	struct coll_plan *plan = NULL;
 	u32 r;
 	int err;
 
@@ -602,32 +653,30 @@ static int coll_run_prepare(struct coll_task *task)
 			return -EPROTO;
 	}
 	task->desc = *d0;
-	task->esize = d0->prim == COLL_BARRIER ? 1 : coll_dtype_size(d0->dtype);
+	task->esize = coll_desc_esize(d0);
 	task->bytes = d0->count * task->esize;
-	task->desc.algo = coll_pick_algo(task, d0->algo);
+	coll_run_key(task->comm, d0, &key);
+	task->desc.algo = key.algo;
+	if (d0->prim == COLL_ALLTOALL && d0->inplace && task->xt && d0->count) {
+		err = coll_run_snapshot(task);
+		if (err)
+			return err;
+	}
+	/* Built ahead by a rank, unless a tunable changed in between. */
+	for (r = 0; r < task->nranks && !plan; r++) {
+		struct coll_sub *sub = task->sub[r];
 
-	key.prim = d0->prim;
-	key.algo = task->desc.algo;
-	key.root = d0->root;
-	key.count = d0->count;
-	key.chunk = max_t(u64, 1, coll_tune_get(task->comm,
-						COLL_TUNE_RING_CHUNK_BYTES) /
-			  task->esize);
-	key.exec_chunk = max_t(u64, 1, coll_tune_get(task->comm,
-						     COLL_TUNE_EXEC_CHUNK_BYTES) /
-			       task->esize);
-	if (d0->prim == COLL_ALLTOALL && d0->inplace) {
-		if (task->xt && d0->count) {
-			err = coll_run_snapshot(task);
-			if (err)
-				return err;
-		} else {
-			key.flags |= COLL_SCHED_F_INPLACE;
+		if (sub && sub->plan &&
+		    !memcmp(&sub->plan->key, &key, sizeof(key))) {
+			plan = sub->plan;
+			kref_get(&plan->kref);
 		}
 	}
-	plan = coll_plan_get(task->comm, &key);
-	if (IS_ERR(plan))
-		return PTR_ERR(plan);
+	if (!plan) {
+		plan = coll_plan_get(task->comm, &key);
+		if (IS_ERR(plan))
+			return PTR_ERR(plan);
+	}
 	task->plan = plan;
 	task->sched = &plan->sched;
 	task->xport = &coll_xport_local;

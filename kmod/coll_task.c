@@ -125,6 +125,7 @@ void coll_sub_free(struct coll_sub *sub)
 	if (!sub)
 		return;
 	coll_sub_unpin(sub);
+	coll_plan_put(sub->plan);
 	if (sub->req)
 		coll_req_put(sub->req);
 	if (sub->cf)
