@@ -65,6 +65,33 @@ wait_file() {	# wait_file FILE SECONDS
 	[ -e "$1" ]
 }
 
+# bounded SECS CMD...: run CMD; if it is still running after SECS, say where
+# its processes sleep (to stderr and the kernel log) and leave it, so that
+# a hang names itself instead of eating the guest's timeout.
+bounded() {
+	local secs=$1 pid i=0 p
+	shift
+	"$@" &
+	pid=$!
+	while kill -0 "$pid" 2> /dev/null; do
+		if [ $i -ge $((secs * 10)) ]; then
+			{
+				echo "# hang after ${secs} s: $*"
+				for p in $pid $(pgrep -f "$LOAD"); do
+					echo "# pid $p ($(cat /proc/$p/comm 2> /dev/null)):"
+					sed 's/^/#   /' /proc/$p/stack 2> /dev/null
+				done
+			} | tee "$T/hang.txt" >&2
+			echo w > /proc/sysrq-trigger
+			kill -9 $pid $(pgrep -f "$LOAD") 2> /dev/null
+			return 124
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	wait "$pid"
+}
+
 # Two ranks as root in the background: bg_load NAME LOAD-ARGS...; rank 0
 # creates $T/NAME.ready once their collectives are done.
 bg_load() {
@@ -239,7 +266,7 @@ solo_run() {	# solo_run SOLO_BYTES: the most threads one collective used
 	$C tune set solo-bytes "$1" exec-chunk-bytes 1024
 	: > $TR/trace
 	echo 1 > $TR/events/collective/coll_chunk/enable
-	"$RUN" -n 2 -t 120 "$LOAD" -b 65536 -n 20 > "$T/solo.log" 2>&1
+	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 65536 -n 20 > "$T/solo.log" 2>&1
 	echo 0 > $TR/events/collective/coll_chunk/enable
 	max_threads
 }
@@ -256,7 +283,7 @@ chunks() {	# chunks EXEC_CHUNK_BYTES: coll_chunk events of one 64 KiB AllReduce
 	$C tune set exec-chunk-bytes "$1"
 	: > $TR/trace
 	echo 1 > $TR/events/collective/coll_chunk/enable
-	"$RUN" -n 2 -t 120 "$LOAD" -b 65536 -n 1 > "$T/chunk.log" 2>&1
+	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 65536 -n 1 > "$T/chunk.log" 2>&1
 	echo 0 > $TR/events/collective/coll_chunk/enable
 	grep -c "coll_chunk:" $TR/trace
 }
@@ -266,6 +293,72 @@ $C tune set exec-chunk-bytes 65536
 [ "$c4" -gt $((c64 * 2)) ] &&
 	ok "exec-chunk-bytes: 4 KiB claims make $c4 chunks where 64 KiB made $c64" ||
 	not_ok "exec-chunk-bytes: 4 KiB claims make more chunks" "$c4 vs $c64"
+
+# ---- ring-chunk-bytes: the rounds of a forced ring -----------------------------
+tune_get() { $C -j tune show > "$T/t.json" && pyj "$T/t.json" "d[\"$1\"]"; }
+rcb=$(tune_get ring-chunk-bytes)
+rounds() {	# rounds RING_CHUNK_BYTES: rounds of one 1 MiB ring AllReduce
+	$C tune set allreduce.algo ring ring-chunk-bytes "$1"
+	: > $TR/trace
+	echo 1 > $TR/events/collective/coll_op_start/enable
+	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 1048576 -n 1 > "$T/rcb.log" 2>&1 ||
+		diag < "$T/rcb.log" >&2
+	echo 0 > $TR/events/collective/coll_op_start/enable
+	sed -n 's/.*coll_op_start: .* allreduce algo=1 rounds=\([0-9]*\) .*/\1/p' $TR/trace | head -1
+}
+r4=$(rounds 4096)
+r256=$(rounds 262144)
+$C tune set allreduce.algo auto ring-chunk-bytes "$rcb"
+[ -n "$r4" ] && [ -n "$r256" ] && [ "$r4" -gt $((r256 * 4)) ] &&
+	ok "ring-chunk-bytes: a 1 MiB ring AllReduce takes $r4 rounds in 4 KiB chunks, $r256 in 256 KiB" ||
+	not_ok "ring-chunk-bytes: more rounds in smaller chunks" "rounds '$r4' and '$r256'"
+
+# ---- plan-cache: the plans a communicator keeps (COLL_INFO) ----------------------
+pc=$(tune_get plan-cache)
+plans() {	# plans PLAN_CACHE: plans held after 5 shapes, communicator alive
+	$C tune set plan-cache "$1"
+	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 4096 -n 10 -s 5 -i > "$T/pc.log" 2>&1 ||
+		diag < "$T/pc.log" >&2
+	sed -n 's/^plans=//p' "$T/pc.log" | sort -u | tr '\n' ' '
+}
+p16=$(plans 16)
+p2=$(plans 2)
+p0=$(plans 0)
+$C tune set plan-cache "$pc"
+[ "$p16" = "5 " ] && [ "$p2" = "2 " ] && [ "$p0" = "0 " ] &&
+	ok "plan-cache: 5 shapes leave 5 plans at 16, 2 at 2, none at 0" ||
+	not_ok "plan-cache: 5 shapes leave 5 plans at 16, 2 at 2, none at 0" \
+		"plans '$p16' '$p2' '$p0'"
+
+# ---- max-requests: the non-blocking requests a descriptor may hold ----------------
+mr=$(tune_get max-requests)
+queue() {	# queue MAX_REQUESTS: the lines of 3 non-blocking AllReduces, twice
+	$C tune set max-requests "$1"
+	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -n 0 -q 3 > "$T/mr.log" 2>&1 ||
+		diag < "$T/mr.log" >&2
+	grep '^accepted=' "$T/mr.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';'
+}
+q2=$(queue 2)
+q3=$(queue 3)
+$C tune set max-requests "$mr"
+[ "$q2" = " 4 accepted=2 err=ENOSPC;" ] && [ "$q3" = " 4 accepted=3 err=none;" ] &&
+	ok "max-requests: at 2 the third non-blocking call gets ENOSPC (twice per rank), at 3 none" ||
+	not_ok "max-requests: at 2 the third non-blocking call gets ENOSPC, at 3 none" "'$q2' '$q3'"
+
+# ---- max-comms: the communicators a process may be a member of -------------------
+mc=$(tune_get max-comms)
+more() {	# more MAX_COMMS EXTRA: what joining EXTRA more communicators gave
+	$C tune set max-comms "$1"
+	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -n 1 -c "$2" > "$T/mc.log" 2>&1 ||
+		diag < "$T/mc.log" >&2
+	grep '^comms=' "$T/mc.log" | sort -u | tr '\n' ';'
+}
+c22=$(more 2 2)
+c21=$(more 2 1)
+$C tune set max-comms "$mc"
+[ "$c22" = "comms=1 err=EMFILE;" ] && [ "$c21" = "comms=1 err=none;" ] &&
+	ok "max-comms: at 2, a process in one communicator joins one more, then EMFILE" ||
+	not_ok "max-comms: at 2, one more, then EMFILE" "'$c22' '$c21'"
 
 # ---- join-timeout-ms: a rank alone gives up in time ------------------------------
 $C tune set join-timeout-ms 300
