@@ -215,6 +215,9 @@ struct coll_pstat {
 	u64 hist[COLLECTIVE_HIST_BUCKETS];	/* calls by size */
 	u64 hist_bytes[COLLECTIVE_HIST_BUCKETS];	/* their bytes */
 	u64 algo[COLL_ALGO_MAX];	/* calls by the algorithm run */
+	u64 pins;			/* buffers pinned for those calls */
+	u64 pinned_pages;		/* their pages */
+	u64 reg_hits;			/* buffers found pinned (none yet) */
 	u32 err_no[COLL_STAT_NERR];	/* positive errno, 0: free slot */
 	u64 err_count[COLL_STAT_NERR];	/* the last slot also counts others */
 };
@@ -365,6 +368,8 @@ struct coll_sub {
 	struct coll_req *req;		/* non-blocking: holds a ref */
 	struct work_struct work;	/* non-blocking progress */
 	struct coll_plan *plan;		/* built ahead: holds a ref */
+	u32 npins;			/* buffers pinned for the call */
+	unsigned long npinned;		/* their pages; set once, by the pin */
 	struct coll_task *task;
 	u32 rank;
 	unsigned long flags;

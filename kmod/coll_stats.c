@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Statistics per communicator and primitive: calls, bytes, time, a
- * histogram of sizes, the algorithms run and the errors by errno.  Counted
+ * histogram of sizes, the algorithms run, the buffers pinned and the errors
+ * by errno.  Counted
  * once per collective on this host, when it ends (coll_run.c), under the
  * communicator's lock, which the netlink dump takes to read them.
  */
@@ -60,12 +61,22 @@ void coll_stats_task_done(struct coll_task *task, int status)
 	struct coll_comm *comm = task->comm;
 	u32 prim = coll_task_prim(task);
 	struct coll_pstat *ps;
+	u32 r;
 
 	lockdep_assert_held(&comm->lock);
 	if (!comm->stats || prim >= COLL_PRIM_MAX)
 		return;
 	ps = &comm->stats->prim[prim];
 	ps->calls++;
+	/* sub[] is stable and npins/npinned were set before publication. */
+	for (r = 0; r < task->nranks; r++) {
+		const struct coll_sub *sub = task->sub[r];
+
+		if (sub) {
+			ps->pins += sub->npins;
+			ps->pinned_pages += sub->npinned;
+		}
+	}
 	if (status) {
 		coll_stats_error(ps, status);
 		return;

@@ -91,6 +91,8 @@ int coll_sub_pin(struct coll_sub *sub, const struct coll_op *arg, u32 nranks,
 		sub->ob[inner] = sub->ob[outer];
 		sub->base[inner] = off;
 		sub->desc.inplace = true;
+		sub->npins = 1;
+		sub->npinned = sub->ob[outer]->npages;
 		return 0;
 	}
 
@@ -101,6 +103,8 @@ int coll_sub_pin(struct coll_sub *sub, const struct coll_op *arg, u32 nranks,
 				    &sub->ob[b]);
 		if (ret)
 			goto err_release;
+		sub->npins++;
+		sub->npinned += sub->ob[b]->npages;
 	}
 	return 0;
 
