@@ -117,21 +117,33 @@ static u64 coll_reduce_time(coll_reduce_fn fn, void *d, const void *a,
 	return t0;
 }
 
-/* Time the scalar or SSE kernel against the AVX2 one for (dtype, redop). */
+#define COLL_BENCH_TRIALS 5
+
+/*
+ * Whether to use the AVX2 kernel for (dtype, redop): the widest unit the
+ * CPU has, unless it measured clearly slower (by more than a quarter) than
+ * the scalar or SSE kernel.  Each side's best of COLL_BENCH_TRIALS
+ * interleaved trials, so that noise (an interrupt, a busy sibling vCPU)
+ * does not flip the choice from one load to the next.
+ */
 static bool coll_avx2_faster(void *buf, u32 dtype, u32 redop)
 {
 	void *a = buf + COLL_BENCH_ELEMS * 8, *b = buf + COLL_BENCH_ELEMS * 16;
 	coll_reduce_fn base = coll_dtype_is_float(dtype) ?
 			      coll_reduce_fp_get(dtype, redop) :
 			      coll_int_fns[dtype][redop];
-	u64 t_base, t_avx2;
+	coll_reduce_fn avx2 = coll_reduce_avx2_get(dtype, redop);
+	u64 t_base = U64_MAX, t_avx2 = U64_MAX;
+	int i;
 
-	t_base = coll_reduce_time(base, buf, a, b);
-	t_avx2 = coll_reduce_time(coll_reduce_avx2_get(dtype, redop), buf, a,
-				  b);
+	for (i = 0; i < COLL_BENCH_TRIALS; i++) {
+		t_base = min(t_base, coll_reduce_time(base, buf, a, b));
+		t_avx2 = min(t_avx2, coll_reduce_time(avx2, buf, a, b));
+		cond_resched();
+	}
 	pr_debug("dtype %u redop %u: base %llu ns, avx2 %llu ns\n", dtype,
 		 redop, t_base, t_avx2);
-	return t_avx2 < t_base;
+	return t_avx2 * 4 <= t_base * 5;
 }
 
 /**
@@ -139,7 +151,7 @@ static bool coll_avx2_faster(void *buf, u32 dtype, u32 redop)
  *
  * As lib/raid6/algos.c does: where the CPU offers AVX2, time the fp32 and
  * the int32 sum both ways and use the AVX2 kernels of that family (floating
- * point, integers) where they were faster.
+ * point, integers) unless they were clearly slower (coll_avx2_faster()).
  */
 void coll_reduce_select(void)
 {
