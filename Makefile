@@ -36,7 +36,8 @@ DEB_PKGS := linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
 	qemu-system-x86 busybox-static kmod cpio xz-utils bc \
 	rdma-core ibverbs-utils rdmacm-utils perftest iproute2 \
 	libibverbs-dev librdmacm-dev ibverbs-providers \
-	libnl-3-dev libnl-genl-3-dev openmpi-bin libopenmpi-dev python3 \
+	libnl-3-dev libnl-genl-3-dev openmpi-bin libopenmpi-dev \
+	mpich libmpich-dev python3 \
 	python3-torch libtorch-dev pybind11-dev \
 	sparse gcc make flex bison libelf-dev libssl-dev rsync \
 	python3-yaml python3-jsonschema
@@ -91,7 +92,7 @@ guest-build: $(BUILD)/.deps-ok
 	@$(MAKE) --no-print-directory KDIR=/lib/modules/$(GUEST_KVER)/build all
 
 run: guest-build
-	selftests/rig/vm.sh --name bench --mem 4G --timeout 1500 -- tools/bench-guest.sh
+	selftests/rig/vm.sh --name bench --mem 4G --timeout 2700 -- tools/bench-guest.sh
 	@if ls userlib/torch/torch_collective/_C*.so >/dev/null 2>&1; then \
 		tools/bench-torch.sh; else echo "run: no torch backend built: bench-torch skipped"; fi
 

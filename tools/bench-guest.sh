@@ -3,8 +3,10 @@
 #
 # Runs INSIDE a qemu guest, as root (make run: selftests/rig/vm.sh -- this):
 # loads kmod/collective.ko, measures single-thread memcpy, benchmarks every
-# primitive with coll_perf (and mpi_perf when mpirun exists), prints the
-# merged comparison per primitive, removes the module.  Never run it on a
+# primitive with coll_perf, and with mpi_perf over Open MPI and over MPICH
+# where they exist; prints per primitive the merged comparison against the
+# faster of the two MPIs at each size (best-of.sh), and the geometric mean
+# against each; removes the module.  Never run it on a
 # machine whose kernel you care about.
 #
 # Environment:
@@ -14,7 +16,8 @@
 #   COLL_BENCH_ARGS    extra coll_perf/mpi_perf options
 #                      (default: -b 8 -e 16M -f 4 -n 10 -w 2)
 #   COLL_BENCH_OUT     directory for the raw outputs (default build/bench)
-#   COLL_BENCH_MPI     0 to skip mpi_perf
+#   COLL_BENCH_MPI     0 to skip mpi_perf (both MPIs)
+#   COLL_BENCH_MPI_TIMEOUT  seconds per MPI run (default 600)
 #   COLL_INSMOD_ARGS   module parameters for insmod
 #   COLL_DEVICE        device node (default /dev/collective)
 # Exit status: 0 when every coll_perf run succeeded with 0 wrong elements.
@@ -63,10 +66,13 @@ export COLL_DEVICE="$DEV"
 cat "$OUT/memcpy.txt"
 echo "# ranks $NP, options: $ARGS"
 
-mpi=0
-if [ "${COLL_BENCH_MPI:-1}" != 0 ] && [ -x "$T/mpi_perf" ] && command -v mpirun > /dev/null 2>&1; then
-	mpi=1
+# Each MPI's launcher by its own name: mpirun is whichever the alternatives say.
+ompi=0 mpich=0
+if [ "${COLL_BENCH_MPI:-1}" != 0 ]; then
+	[ -x "$T/mpi_perf" ] && command -v mpirun.openmpi > /dev/null 2>&1 && ompi=1
+	[ -x "$T/mpi_perf.mpich" ] && command -v mpirun.mpich > /dev/null 2>&1 && mpich=1
 fi
+MTO=${COLL_BENCH_MPI_TIMEOUT:-600}
 
 for p in $PRIMS; do
 	echo "#"
@@ -77,15 +83,36 @@ for p in $PRIMS; do
 		fail=1
 	fi
 	grep -v '^# \(coll_perf\|sizes\|time =\|algbw =\|#wrong =\)' "$OUT/coll-$p.txt"
-	if [ $mpi = 1 ]; then
+	peers=
+	if [ $ompi = 1 ]; then
 		# shellcheck disable=SC2086
 		OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-		mpirun --oversubscribe --mca btl self,vader --mca pml ob1 -np "$NP" \
-			"$T/mpi_perf" -p "$p" $ARGS > "$OUT/mpi-$p.txt" 2>&1 ||
-			echo "# mpi_perf -p $p failed (see $OUT/mpi-$p.txt)"
-		echo "# -- against Open MPI (shared memory, same guest, $NP ranks):"
-		"$T/compare.sh" "$OUT/coll-$p.txt" "$OUT/mpi-$p.txt" "$OUT/memcpy.txt"
+		timeout -k 10 "$MTO" mpirun.openmpi --oversubscribe --mca btl self,vader \
+			--mca pml ob1 -np "$NP" "$T/mpi_perf" -p "$p" $ARGS \
+			> "$OUT/mpi-$p.txt" 2>&1 && peers="$peers mpi" ||
+			echo "# Open MPI's mpi_perf -p $p failed (see $OUT/mpi-$p.txt)"
 	fi
+	if [ $mpich = 1 ]; then
+		# shellcheck disable=SC2086
+		timeout -k 10 "$MTO" mpirun.mpich -np "$NP" "$T/mpi_perf.mpich" -p "$p" $ARGS \
+			> "$OUT/mpich-$p.txt" 2>&1 && peers="$peers mpich" ||
+			echo "# MPICH's mpi_perf -p $p failed (see $OUT/mpich-$p.txt)"
+	fi
+	case $peers in
+	" mpi mpich")
+		"$T/best-of.sh" "$OUT/mpi-$p.txt" "$OUT/mpich-$p.txt" > "$OUT/best-$p.txt"
+		echo "# -- against the faster of Open MPI (vader) and MPICH (shared memory) at each size, same guest, $NP ranks:"
+		"$T/compare.sh" "$OUT/coll-$p.txt" "$OUT/best-$p.txt" "$OUT/memcpy.txt"
+		printf '# against Open MPI alone: '
+		"$T/compare.sh" "$OUT/coll-$p.txt" "$OUT/mpi-$p.txt" "$OUT/memcpy.txt" | tail -1 | sed 's/^# *//'
+		printf '# against MPICH alone: '
+		"$T/compare.sh" "$OUT/coll-$p.txt" "$OUT/mpich-$p.txt" "$OUT/memcpy.txt" | tail -1 | sed 's/^# *//'
+		;;
+	" mpi"|" mpich")
+		echo "# -- against${peers# } only (shared memory, same guest, $NP ranks):"
+		"$T/compare.sh" "$OUT/coll-$p.txt" "$OUT/${peers# }-$p.txt" "$OUT/memcpy.txt"
+		;;
+	esac
 done
 
 # ---- unload ------------------------------------------------------------------
