@@ -220,9 +220,6 @@ int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
 	ret = coll_sub_pin(sub, arg, m->comm->nranks, rank);
 	if (ret)
 		goto err_free_sub;
-	ret = coll_run_plan_ahead(m->comm, sub);
-	if (ret)
-		goto err_free_sub;
 	if (nonblock) {
 		req = coll_req_alloc();		/* the part's reference */
 		if (!req) {
@@ -251,6 +248,10 @@ int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
 		}
 		written = true;
 	}
+	/* Last before publication: a call that fails leaves no plan behind. */
+	ret = coll_run_plan_ahead(m->comm, sub);
+	if (ret)
+		goto err_free_cand;
 
 	for (;;) {
 		task = coll_match_publish(m, sub, &cand, &start);

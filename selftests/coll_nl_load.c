@@ -246,6 +246,8 @@ int main(int argc, char **argv)
 	if (info) {
 		struct coll_info ci;
 
+		/* The other rank may still be on its way out of the last call. */
+		usleep(500000);
 		ret = coll_get_info(&ci);
 		if (ret)
 			return 1;
