@@ -192,6 +192,13 @@ else
 	diag < "$T/ring.log"
 fi
 
+# ---- pins: every call pins its buffers (no registration cache yet) -----------
+pyj "$T/ring-stats.json" '[(p["pins"], p["pinned-pages"] >= p["pins"], p["reg-hits"]) for p in d["prims"] if p["prim"] == "allreduce"]' > "$T/pins.txt"
+$C stats comm "$s" > "$T/ring-stats.txt" 2>&1
+[ "$(cat "$T/pins.txt")" = "[(40, True, 0)]" ] && grep -q "pins 40" "$T/ring-stats.txt" &&
+	ok "stats: 10 AllReduces of 2 ranks pinned 40 buffers, no registration-cache hits" ||
+	{ not_ok "stats: 10 AllReduces of 2 ranks pinned 40 buffers" "$(cat "$T/pins.txt")"; diag < "$T/ring-stats.txt"; }
+
 # ---- a rank withholding its call; per-communicator tuning by its owner ------
 "${NOBODY[@]}" "$RUN" -n 2 -t 120 "$LOAD" -w 1:12 -H 8 -r "$T/wh.ready" > "$T/wh.log" 2>&1 &
 i=0
@@ -251,7 +258,7 @@ pa = {p["prim"]: p for p in a["prim"]}; pb = {p["prim"]: p for p in b["prims"]}
 assert a["comm"] == b["comm"] and pa.keys() == pb.keys(), (a, b)
 for k, p in pa.items():
     q = pb[k]
-    assert (p["calls"], p["bytes"], p["time-ns"], p["hist"]) == (q["calls"], q["bytes"], q["time-ns"], q["hist"]), (p, q)
+    assert (p["calls"], p["bytes"], p["time-ns"], p["hist"], p["pins"], p["pinned-pages"], p["reg-hits"]) == (q["calls"], q["bytes"], q["time-ns"], q["hist"], q["pins"], q["pinned-pages"], q["reg-hits"]), (p, q)
 ' "$T/ynl-stats.json" "$T/wh-stats.json"
 
 # ---- thresholds move the path: solo-bytes (one thread runs it all) ----------
