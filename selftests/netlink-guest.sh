@@ -180,6 +180,7 @@ bg_load ring -H 3
 wait_file "$T/ring.ready" 60
 s=$(comm_serial)
 $C -j stats comm "$s" > "$T/ring-stats.json"
+$C stats comm "$s" > "$T/ring-stats.txt" 2>&1
 wait
 $C tune set allreduce.algo auto
 echo 0 > $TR/events/collective/coll_op_start/enable
@@ -194,8 +195,7 @@ fi
 
 # ---- pins: every call pins its buffers (no registration cache yet) -----------
 pyj "$T/ring-stats.json" '[(p["pins"], p["pinned-pages"] >= p["pins"], p["reg-hits"]) for p in d["prims"] if p["prim"] == "allreduce"]' > "$T/pins.txt"
-$C stats comm "$s" > "$T/ring-stats.txt" 2>&1
-[ "$(cat "$T/pins.txt")" = "[(40, True, 0)]" ] && grep -q "pins 40" "$T/ring-stats.txt" &&
+[ "$(cat "$T/pins.txt")" = "[(40, True, 0)]" ] && grep -qw "pins 40" "$T/ring-stats.txt" &&
 	ok "stats: 10 AllReduces of 2 ranks pinned 40 buffers, no registration-cache hits" ||
 	{ not_ok "stats: 10 AllReduces of 2 ranks pinned 40 buffers" "$(cat "$T/pins.txt")"; diag < "$T/ring-stats.txt"; }
 

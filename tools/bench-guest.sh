@@ -50,6 +50,8 @@ done
 
 # ---- load ----------------------------------------------------------------
 [ -d /sys/module/$MOD ] && rmmod $MOD
+# Its dependencies first (ib_core, rdma_cm, ...): insmod does not load them.
+for d in $(modinfo -F depends "$KO" | tr , ' '); do modprobe "$d"; done
 # shellcheck disable=SC2086 # split on purpose
 insmod "$KO" ${COLL_INSMOD_ARGS:-} || { echo "bench-guest.sh: insmod $KO failed" >&2; exit 1; }
 i=0
