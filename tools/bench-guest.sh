@@ -32,6 +32,9 @@ fi
 
 ROOT=${COLL_ROOT:-$(pwd)}
 cd "$ROOT" || exit 1
+# COLL_ROOT names the project here, but the library reads it as the
+# rendezvous address (host:port): the ranks must not see it.
+unset COLL_ROOT
 T=$ROOT/tools
 KO=$ROOT/kmod/collective.ko
 MOD=collective
