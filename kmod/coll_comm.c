@@ -234,12 +234,13 @@ static void coll_comm_unlist(struct coll_comm *comm)
 	coll_comm_put(comm);
 }
 
-/* No host spared: coll_comm_end() fails every collective. */
+/* No host spared, or no host to blame: coll_comm_end(). */
 #define COLL_NO_HOST	U32_MAX
 
 /*
  * Take @comm out of the registry (its id may be used again), mark it dead
- * (the first to do so says why: the notification FAILED, with @why)
+ * (the first to do so says why: the notification FAILED, with @why and
+ * the peer host @from whose link it came from, unless COLL_NO_HOST)
  * so that every later submission fails with ECONNRESET, and fail its
  * collectives in flight with @err, but those that have heard the last of
  * peer host @spare (coll_xhost_heard_last()).  Its links close now, or
@@ -249,7 +250,7 @@ static void coll_comm_unlist(struct coll_comm *comm)
  * holds none of them.  May sleep.
  */
 static void coll_comm_end(struct coll_comm *comm, int err, u32 spare,
-			  const char *why)
+			  u32 from, const char *why)
 {
 	struct coll_task *task, *tmp;
 	LIST_HEAD(doomed);
@@ -278,8 +279,8 @@ static void coll_comm_end(struct coll_comm *comm, int err, u32 spare,
 	}
 	spin_unlock(&comm->lock);
 	if (first)
-		coll_nl_notify(comm, COLLECTIVE_EVENT_FAILED, err, why, 0, 0,
-			       GFP_KERNEL);
+		coll_nl_notify(comm, COLLECTIVE_EVENT_FAILED, err, why, from,
+			       0, GFP_KERNEL);
 	if (!spared)
 		coll_links_shutdown_async(comm);
 
@@ -302,7 +303,7 @@ static void coll_comm_end(struct coll_comm *comm, int err, u32 spare,
  */
 void coll_comm_kill(struct coll_comm *comm, int err)
 {
-	coll_comm_end(comm, err, COLL_NO_HOST,
+	coll_comm_end(comm, err, COLL_NO_HOST, COLL_NO_HOST,
 		      err == -ECONNRESET ? "a peer host's rank left or died" :
 		      "a peer host's link failed");
 }
@@ -317,7 +318,22 @@ void coll_comm_kill(struct coll_comm *comm, int err)
  */
 void coll_comm_kill_why(struct coll_comm *comm, int err, const char *why)
 {
-	coll_comm_end(comm, err, COLL_NO_HOST, why);
+	coll_comm_end(comm, err, COLL_NO_HOST, COLL_NO_HOST, why);
+}
+
+/**
+ * coll_comm_kill_link() - coll_comm_kill(), because the link to @host failed
+ * @comm: a communicator the caller holds a reference on
+ * @err: negative errno for its in-flight collectives
+ * @host: the peer host
+ * @why: what happened to the link (a constant string)
+ *
+ * Locks: as coll_comm_end().  May sleep.
+ */
+void coll_comm_kill_link(struct coll_comm *comm, int err, u32 host,
+			 const char *why)
+{
+	coll_comm_end(comm, err, COLL_NO_HOST, host, why);
 }
 
 /**
@@ -338,7 +354,8 @@ void coll_comm_kill_why(struct coll_comm *comm, int err, const char *why)
  */
 void coll_comm_peer_left(struct coll_comm *comm, u32 host)
 {
-	coll_comm_end(comm, -ECONNRESET, host, "a rank of a peer host left");
+	coll_comm_end(comm, -ECONNRESET, host, host,
+		      "a rank of a peer host left");
 }
 
 /**
@@ -486,7 +503,8 @@ void coll_comm_links_up(struct coll_comm *comm)
 	for (h = 0; h < comm->hosts->nhosts; h++) {
 		struct coll_link *l = comm->links[h];
 
-		if (l && l->fallback)
+		/* TCP because this host or the peer asked is no fallback */
+		if (l && l->fallback > COLL_FALLBACK_ASKED)
 			coll_nl_notify(comm, COLLECTIVE_EVENT_FALLBACK, 0,
 				       NULL, h, l->fallback, GFP_KERNEL);
 	}
@@ -515,7 +533,8 @@ void coll_comm_join_failed(struct coll_comm *comm, int err)
 	mutex_unlock(&coll_comms_lock);
 	if (first)
 		coll_nl_notify(comm, COLLECTIVE_EVENT_FAILED, err,
-			       "the peer hosts could not be joined", 0, 0,
+			       "the peer hosts could not be joined",
+			       COLL_NO_HOST, 0,
 			       GFP_KERNEL);
 	coll_links_shutdown_async(comm);
 	wake_up_all(&comm->join_wq);

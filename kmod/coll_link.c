@@ -189,7 +189,7 @@ void coll_link_fail(struct coll_link *l, int err, const char *why)
 	else if (err == -ESHUTDOWN)
 		coll_comm_peer_left(comm, l->host);
 	else
-		coll_comm_kill(comm, err);
+		coll_comm_kill_link(comm, err, l->host, why);
 }
 
 /**

@@ -307,6 +307,8 @@ void coll_comm_kill(struct coll_comm *comm, int err);
 void coll_comm_peer_left(struct coll_comm *comm, u32 host);
 void coll_comm_drained(struct coll_comm *comm);
 void coll_comm_kill_why(struct coll_comm *comm, int err, const char *why);
+void coll_comm_kill_link(struct coll_comm *comm, int err, u32 host,
+			 const char *why);
 int coll_comm_init_registry(void);
 struct coll_comm *coll_comm_next(struct net *net, u32 after);
 struct coll_comm *coll_comm_get_serial(struct net *net, u32 serial);
@@ -591,6 +593,7 @@ void coll_link_poll_end(struct coll_poll *p);
 
 /* coll_xhost.c: collectives across hosts (rounds, agreement, data) */
 bool coll_xhost_spans(const struct coll_task *task);
+bool coll_xhost_heard_from(struct coll_task *task, u32 host);
 bool coll_xhost_heard_last(struct coll_task *task, u32 host);
 int coll_xtask_alloc(struct coll_task *task, struct coll_comm *comm);
 void coll_xtask_free(struct coll_task *task);
@@ -736,6 +739,7 @@ static inline u32 coll_desc_esize(const struct coll_desc *d)
 {
 	return d->prim == COLL_BARRIER ? 1 : coll_dtype_size(d->dtype);
 }
+
 bool coll_dtype_is_float(u32 dtype);
 coll_reduce_fn coll_reduce_get(u32 dtype, u32 redop, bool *fpu);
 void coll_reduce_select(void);

@@ -221,7 +221,8 @@ static int coll_nl_comm_peers(struct sk_buff *msg, struct coll_comm *comm)
 		    nla_put_u64_64bit(msg, COLLECTIVE_A_PEER_BYTES_SENT,
 				      pi.bytes_sent, COLLECTIVE_A_PEER_PAD) ||
 		    nla_put_u64_64bit(msg, COLLECTIVE_A_PEER_BYTES_RECEIVED,
-				      pi.bytes_received, COLLECTIVE_A_PEER_PAD))
+				      pi.bytes_received, COLLECTIVE_A_PEER_PAD) ||
+		    nla_put_u32(msg, COLLECTIVE_A_PEER_QPS, pi.qps))
 			return -EMSGSIZE;
 		nla_nest_end(msg, nest);
 	}
@@ -345,14 +346,15 @@ static bool coll_nl_rank_local(const struct coll_comm *comm, u32 rank)
 	       coll_hosts_of(comm->hosts, rank) == comm->hosts->self;
 }
 
-/* Locks: comm->lock. */
+/* Locks: comm->lock; takes task->lock (coll_xhost_heard_from()). */
 static int coll_nl_op_fill(struct sk_buff *msg, struct coll_task *task,
 			   u32 portid, u32 seq)
 {
 	struct coll_comm *comm = task->comm;
 	enum coll_task_state state = coll_task_state(task);
 	const struct coll_sub *first = NULL;
-	u32 algo, nrounds = 0, round = 0, r, nmissing = 0;
+	u32 algo, nrounds = 0, round = 0, r, nmissing = 0, h, lasth = U32_MAX;
+	bool heard = false;
 	u64 bytes;
 	void *hdr;
 
@@ -392,8 +394,18 @@ static int coll_nl_op_fill(struct sk_buff *msg, struct coll_task *task,
 	    nla_put_u32(msg, COLLECTIVE_A_OP_ARRIVED, task->narrived))
 		goto cancel;
 	for (r = 0; r < task->nranks; r++) {
-		if (task->sub[r] || !coll_nl_rank_local(comm, r))
+		if (task->sub[r])
 			continue;
+		/* another host's: missing until that host's READY(0) came */
+		if (!coll_nl_rank_local(comm, r)) {
+			h = coll_hosts_of(comm->hosts, r);
+			if (h != lasth) {
+				lasth = h;
+				heard = coll_xhost_heard_from(task, h);
+			}
+			if (heard)
+				continue;
+		}
 		if (++nmissing > COLL_NL_MISSING_MAX)
 			break;
 		if (nla_put_u32(msg, COLLECTIVE_A_OP_MISSING, r))
@@ -622,7 +634,8 @@ static int coll_nl_stats_get_dumpit(struct sk_buff *skb,
  * @event: enum collective_event
  * @err: negative errno of a failure, or 0
  * @reason: what happened, or NULL
- * @host: the peer host of a fallback
+ * @host: the peer host of a fallback; of a failure, the one whose link
+ *        failed or whose rank left (U32_MAX: none)
  * @fallback: enum coll_fallback of a fallback
  * @gfp: the caller's context
  *
@@ -649,6 +662,8 @@ void coll_nl_notify(struct coll_comm *comm, u32 event, int err,
 			from_kuid_munged(&init_user_ns, comm->owner)) ||
 	    (err && nla_put_u32(msg, COLLECTIVE_A_EVENT_ERROR, -err)) ||
 	    (reason && nla_put_string(msg, COLLECTIVE_A_EVENT_REASON, reason)) ||
+	    (event == COLLECTIVE_EVENT_FAILED && host != U32_MAX &&
+	     nla_put_u32(msg, COLLECTIVE_A_EVENT_HOST, host)) ||
 	    (event == COLLECTIVE_EVENT_FALLBACK &&
 	     (nla_put_u32(msg, COLLECTIVE_A_EVENT_HOST, host) ||
 	      nla_put_u32(msg, COLLECTIVE_A_EVENT_FALLBACK, fallback)))) {

@@ -353,23 +353,33 @@ static void coll_exec_busy_poll(struct coll_task *task, bool killable,
 				coll_exec_cond cond, u32 round)
 {
 	u32 us = coll_tune_get(task->comm, COLL_TUNE_BUSY_POLL_US);
+	u32 links, got, polled = 0;
 	struct coll_poll p;
-	u64 until;
+	u64 start, until;
+	bool done;
 
 	if (!us || !task->comm->hosts || cond(task, round))
 		return;
 	coll_link_poll_begin(task->comm, &p);
 	if (!p.n)
 		return;
-	until = local_clock() + (u64)us * NSEC_PER_USEC;
-	while (!cond(task, round) && local_clock() < until) {
-		if (need_resched() || !single_task_running() ||
+	links = p.n;
+	start = local_clock();
+	until = start + (u64)us * NSEC_PER_USEC;
+	for (;;) {
+		done = cond(task, round);
+		if (done || local_clock() >= until || need_resched() ||
+		    !single_task_running() ||
 		    (killable && fatal_signal_pending(current)))
 			break;
-		if (!coll_link_poll(&p))
+		got = coll_link_poll(&p);
+		if (!got)
 			cpu_relax();
+		polled += got;
 	}
 	coll_link_poll_end(&p);
+	trace_coll_busy_poll(task, round, links, polled,
+			     local_clock() - start, done);
 }
 
 static int coll_exec_sleep(struct coll_task *task, bool killable,

@@ -134,6 +134,30 @@ TRACE_EVENT(coll_chunk,
 		      __entry->step, __entry->a, __entry->b, __entry->elem,
 		      __entry->n));
 
+/* A rank polled its links' completion queues itself (busy_poll_us). */
+TRACE_EVENT(coll_busy_poll,
+	    TP_PROTO(const struct coll_task *task, u32 round, u32 links,
+		     u32 completions, u64 ns, bool done),
+	    TP_ARGS(task, round, links, completions, ns, done),
+	    TP_STRUCT__entry(__field(u32, comm)
+			     __field(u64, seq)
+			     __field(u32, round)
+			     __field(u32, links)
+			     __field(u32, completions)
+			     __field(u64, ns)
+			     __field(bool, done)),
+	    TP_fast_assign(__entry->comm = task->comm->serial;
+			   __entry->seq = task->seq;
+			   __entry->round = round;
+			   __entry->links = links;
+			   __entry->completions = completions;
+			   __entry->ns = ns;
+			   __entry->done = done;),
+	    TP_printk("comm=%u seq=%llu round=%u links=%u completions=%u ns=%llu done=%d",
+		      __entry->comm, __entry->seq, __entry->round,
+		      __entry->links, __entry->completions, __entry->ns,
+		      __entry->done));
+
 #endif /* _COLL_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH

@@ -923,6 +923,31 @@ void coll_xhost_adopt_early(struct coll_task *task)
 }
 
 /**
+ * coll_xhost_heard_from() - have all the ranks of @host called the collective?
+ * @task: a task in flight
+ * @host: a peer host
+ *
+ * A host sends READY(0) once every one of its ranks has called the
+ * collective (its plan exists), so until it has come, the ranks of @host
+ * are the ones a hung collective waits for (which of them, that host
+ * knows: collctl op show there).
+ *
+ * Locks: takes task->lock (under comm->lock, as coll_xhost_heard_last()).
+ */
+bool coll_xhost_heard_from(struct coll_task *task, u32 host)
+{
+	struct coll_xtask *xt = task->xt;
+	bool heard;
+
+	if (!xt)
+		return true;
+	spin_lock(&task->lock);
+	heard = xt->peer[host].ready > 0;
+	spin_unlock(&task->lock);
+	return heard;
+}
+
+/**
  * coll_xhost_heard_last() - does the task need nothing more from @host?
  * @task: a task in flight
  * @host: a peer host

@@ -634,6 +634,7 @@ static void print_peer(struct nlattr *nest)
 				    get_uint(p[COLLECTIVE_A_PEER_FALLBACK])));
 	out_u64("bytes-sent", get_uint(p[COLLECTIVE_A_PEER_BYTES_SENT]));
 	out_u64("bytes-received", get_uint(p[COLLECTIVE_A_PEER_BYTES_RECEIVED]));
+	out_u64("qps", get_uint(p[COLLECTIVE_A_PEER_QPS]));
 	out_close(false);
 }
 

@@ -34,7 +34,9 @@ enum collective_op_state {
 };
 
 /**
- * enum collective_event - What a notification says happened to a communicator.
+ * enum collective_event - What a notification says happened to a communicator
+ *   (fallback: a peer host is reached over TCP though RDMA was not ruled out
+ *   by either host's flags; sent before ready).
  */
 enum collective_event {
 	COLLECTIVE_EVENT_CREATED,
@@ -100,6 +102,7 @@ enum {
 	COLLECTIVE_A_PEER_BYTES_SENT,
 	COLLECTIVE_A_PEER_BYTES_RECEIVED,
 	COLLECTIVE_A_PEER_PAD,
+	COLLECTIVE_A_PEER_QPS,
 
 	__COLLECTIVE_A_PEER_MAX,
 	COLLECTIVE_A_PEER_MAX = (__COLLECTIVE_A_PEER_MAX - 1)
