@@ -3,7 +3,8 @@
  * coll_nl_load: a rank that gives the netlink suite (netlink.sh) something
  * to see.  Run under collrun: every rank joins from the environment, runs
  * ITERS collectives of PRIM on BYTES per rank (COLL_ALGO_AUTO, so the
- * tunables choose), rank 0 then creates READYFILE, and every rank sleeps
+ * tunables choose), rank 0 (LOCAL_RANK 0: the first rank of each host)
+ * then creates READYFILE, and every rank sleeps
  * HOLD seconds, the communicator alive, before it leaves.  With -w R:S,
  * rank R waits S seconds before its first collective (the others wait for
  * it inside the module).  Every result is checked element by element
@@ -12,8 +13,13 @@
  * Options that show a tunable's effect:
  *   -s SHAPES  the ITERS calls cycle through SHAPES sizes (BYTES, BYTES-4,
  *              ...): as many plans (plan-cache)
+ *   -w all:S   every rank waits S seconds before its first collective
+ *              (time to tune the communicator before any plan is built)
  *   -i         print "plans=N" (COLL_INFO: plans the module holds) after
- *              the calls, the communicator still alive
+ *              the calls, the communicator still alive, and on a second
+ *              line "mr-allocs=A mr-reuses=R": how many RDMA regions the
+ *              module allocated and took from its pools during the calls
+ *              (eager-bytes, mr-pool)
  *   -q Q       twice: submit Q non-blocking AllReduces at once, print
  *              "accepted=K err=NAME" (the first refusal, or "none"), then
  *              wait for the accepted ones and check them (max-requests)
@@ -188,6 +194,7 @@ int main(int argc, char **argv)
 	long bytes = 4096, iters = 10, hold = 0, wrank = -1, wsec = 0;
 	long shapes = 1, q = 0, c = 0;
 	int opt, ret = 0, info = 0;
+	struct coll_info ci0;
 	coll_comm_t *comm;
 	int32_t *send, *recv;
 	long i, count;
@@ -200,7 +207,9 @@ int main(int argc, char **argv)
 		case 'H': hold = atol(optarg); break;
 		case 'r': ready = optarg; break;
 		case 'w':
-			if (sscanf(optarg, "%ld:%ld", &wrank, &wsec) != 2)
+			if (sscanf(optarg, "all:%ld", &wsec) == 1)
+				wrank = -2;
+			else if (sscanf(optarg, "%ld:%ld", &wrank, &wsec) != 2)
 				return 2;
 			break;
 		case 's': shapes = atol(optarg); break;
@@ -229,7 +238,9 @@ int main(int argc, char **argv)
 	recv = calloc(1, bytes * (n > q ? n : q) + 64);
 	if (!send || !recv)
 		return 1;
-	if (rank == wrank)
+	if (info && coll_get_info(&ci0))
+		return 1;
+	if (rank == wrank || wrank == -2)
 		sleep(wsec);
 	for (i = 0; i < iters && !ret; i++)
 		ret = run_one(comm, prim, send, recv, count - i % shapes);
@@ -252,9 +263,14 @@ int main(int argc, char **argv)
 		if (ret)
 			return 1;
 		printf("plans=%llu\n", (unsigned long long)ci.out_plans);
+		printf("mr-allocs=%llu mr-reuses=%llu\n",
+		       (unsigned long long)(ci.out_mr_allocs - ci0.out_mr_allocs),
+		       (unsigned long long)(ci.out_mr_reuses - ci0.out_mr_reuses));
 		fflush(stdout);
 	}
-	if (rank == 0 && ready)
+	/* rank 0, or across hosts the first rank of each host */
+	if (ready && (getenv("LOCAL_RANK") ? !strcmp(getenv("LOCAL_RANK"), "0") :
+		      rank == 0))
 		close(open(ready, O_CREAT | O_WRONLY, 0644));
 	sleep(hold);
 	coll_comm_destroy(comm);

@@ -7,8 +7,13 @@
 #             torch backend (no device)
 #   guest     the kselftest-harness selftests inside one qemu guest
 #   netlink   the generic netlink family in one qemu guest: collctl and the
-#             kernel's YNL CLI (tools/ynl/cli.py) against each other, every
-#             tunable's effect, permissions, extack, op show, monitor, diag
+#             kernel's YNL CLI (tools/ynl/cli.py) against each other, the
+#             tunables' effects, permissions, extack, op show, monitor, diag
+#             (netlink-guest.sh); then two guests (netlink-hosts.sh): the
+#             tunables only ranks on several hosts show (eager-bytes,
+#             mr-pool, rdma-qps, hier-bytes, busy-poll-us, peer-timeout-ms),
+#             op show naming a rank of the other host, a TCP fallback seen by
+#             comm show, monitor and diag
 #   hosts     ranks spread over 2 and 3 guests (hosts.sh): every primitive
 #             across hosts, each transport, element by element; then faults
 #             in the middle of a large collective (hosts-faults.sh): a link
@@ -85,6 +90,15 @@ hosts_suite() {
 	return "$rc"
 }
 
+# The suite "netlink": one guest, then two.
+netlink_suite() {
+	local rc=0
+	flock "$lock" selftests/rig/vm.sh --name netlink --mem 2G --timeout 600 \
+		-- selftests/netlink-guest.sh || rc=1
+	selftests/netlink-hosts.sh || rc=1
+	return "$rc"
+}
+
 # The suite "torch", when torch and the extension are there: one guest
 # boot (guest-torch.sh), then two guests with a rank each (hosts-torch.sh).
 torch_suite() {
@@ -110,8 +124,7 @@ for s in "${suites[@]}"; do
 			  make -s -C userlib/torch check; }' ;;
 	guest)	run_suite guest flock "$lock" selftests/rig/vm.sh --name selftests \
 			--mem 4G --timeout 2400 -- selftests/guest-run.sh ;;
-	netlink) run_suite netlink flock "$lock" selftests/rig/vm.sh --name netlink \
-			--mem 2G --timeout 600 -- selftests/netlink-guest.sh ;;
+	netlink) run_suite netlink netlink_suite ;;
 	hosts)	run_suite hosts hosts_suite ;;
 	torch)	run_suite torch torch_suite ;;
 	rdma2)	run_suite rdma2 flock "$lock" selftests/rig/test-rdma-2guest.sh ;;
