@@ -249,12 +249,12 @@ guest_main() {
 	# -- per communicator: hier-bytes and busy-poll-us, set before any call -------
 	trace_on coll_busy_poll
 	old=$(newest_comm)
-	COLL_TRANSPORT=rdma xrun percomm 2 -b 65536 -n 4 -w all:12 -H 4
+	COLL_TRANSPORT=rdma xrun percomm 2 -b 65536 -n 4 -w all:8 -H 4
 	s=$(wait_comm "$old" 60)
 	$C tune set comm "$s" hier-bytes 4096 busy-poll-us 200 > "$T/percomm-set.txt" 2>&1
 	$C -j tune show comm "$s" > "$T/percomm-tune.json" 2>&1
 	$C -j tune show > "$T/percomm-mod.json" 2>&1
-	wait_file "$T/percomm.ready" 90 || sleep 16
+	wait_file "$T/percomm.ready" 90 || sleep 12
 	$C -j stats comm "$s" > "$T/percomm.json" 2>&1
 	xwait || echo "# percomm: collrun exited $?"
 	n1=$(grep -c "coll_busy_poll: comm=$s " "$TR/trace")
@@ -268,7 +268,7 @@ guest_main() {
 
 	# -- op show and diag across hosts: rank 1 (host 1) withholds its call ------
 	old=$(newest_comm)
-	COLL_TRANSPORT=rdma xrun withhold 1 -b 4096 -n 1 -w 1:12
+	COLL_TRANSPORT=rdma xrun withhold 1 -b 4096 -n 1 -w 1:10
 	s=$(wait_comm "$old" 60)
 	if [ "$g" = 0 ]; then
 		i=0
@@ -336,7 +336,7 @@ guest_main() {
 		tune_here peer-timeout-ms "$pt"
 		[ "$pt" = 800 ] && { $C monitor > "$T/mon-pt.txt" 2>&1 & mon=$!; }
 		old=$(newest_comm)
-		COLL_TRANSPORT=tcp xrun "pt$pt" 1 -b 4096 -n 1 -w 1:10
+		COLL_TRANSPORT=tcp xrun "pt$pt" 1 -b 4096 -n 1 -w 1:6
 		s=$(wait_comm "$old" 60)
 		i=0
 		until [ "$($C -j comm show "$s" 2>/dev/null | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null)" = ready ] || [ $i -ge 300 ]; do
