@@ -705,7 +705,7 @@ bool coll_file_has_done(struct coll_file *cf);
 #define COLL_OBUF_LEAF	(PAGE_SIZE / sizeof(struct page *))
 
 struct coll_obuf {
-	struct page ***leaves;		/* page pointers, a page of them each */
+	struct page ***leaves;		/* page pointers, a page of them at most */
 	unsigned long npages;
 	unsigned long nleaves;
 	unsigned int first_off;		/* offset of the buffer in page 0 */
@@ -736,6 +736,7 @@ static inline u32 coll_desc_esize(const struct coll_desc *d)
 {
 	return d->prim == COLL_BARRIER ? 1 : coll_dtype_size(d->dtype);
 }
+
 bool coll_dtype_is_float(u32 dtype);
 coll_reduce_fn coll_reduce_get(u32 dtype, u32 redop, bool *fpu);
 void coll_reduce_select(void);
