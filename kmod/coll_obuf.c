@@ -33,7 +33,7 @@ static int coll_obuf_charge(struct mm_struct *mm, unsigned long npages)
 
 	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
 		atomic64_sub(npages, &mm->pinned_vm);
-		return -ENOMEM;
+		return -EDQUOT;
 	}
 	return 0;
 }
@@ -108,9 +108,10 @@ static int coll_obuf_pin_leaf(struct coll_obuf *ob, u64 uaddr,
  * @writable: the kernel will write to it
  * @out: the new obuf
  *
- * Return: 0, -EOVERFLOW for a range that wraps, -ENOMEM (also over
- * RLIMIT_MEMLOCK, checked before anything is allocated), -EFAULT for
- * memory that cannot be pinned, -EINTR on a fatal signal.
+ * Return: 0, -EOVERFLOW for a range that wraps, -EDQUOT over
+ * RLIMIT_MEMLOCK (checked before anything is allocated; the registration
+ * cache evicts then, callers report -ENOMEM), -ENOMEM, -EFAULT for memory
+ * that cannot be pinned, -EINTR on a fatal signal.
  */
 int coll_obuf_pin(u64 uaddr, u64 len, bool writable, struct coll_obuf **out)
 {
@@ -268,11 +269,14 @@ err_free:
  * coll_obuf_release() - unpin and free
  * @ob: the obuf, or NULL
  *
- * May sleep.  Written pages are marked dirty.
+ * May sleep.  Written pages are marked dirty.  Not for an obuf of the
+ * registration cache (@ob->reg): coll_regcache_unuse() gives those back.
  */
 void coll_obuf_release(struct coll_obuf *ob)
 {
 	if (!ob)
+		return;
+	if (WARN_ON_ONCE(ob->reg))
 		return;
 	coll_obuf_unpin(ob, ob->npages, NULL);
 	if (!ob->kernel) {
