@@ -25,6 +25,10 @@
  *                    are revoked).
  * struct coll_req    a non-blocking request's handle and result; kref held
  *                    by the descriptor's xarray and by its coll_sub.
+ * struct coll_reg    a pinned buffer of a descriptor's registration cache
+ *                    (coll_regcache.c); kref held by the cache while linked
+ *                    or stale, and by each coll_sub using it; holds a kref
+ *                    on its coll_file.
  *
  * Locks, outermost first
  * ----------------------
@@ -38,6 +42,10 @@
  * coll_procs_lock  (spinlock) per-process communicator counts.
  * coll_comms_all_lock (spinlock, irqsave) the list of every communicator
  *                             alive, for netlink (coll_comm.c); innermost.
+ * coll_regcache.lock (spinlock) a descriptor's registration cache; taken
+ *                             alone, also in mmu notifier callbacks (under
+ *                             mmap_lock, in reclaim): nothing sleeps,
+ *                             allocates or unpins under it.
  */
 #ifndef COLL_LOC_H
 #define COLL_LOC_H
@@ -58,6 +66,7 @@
 #include "coll_wire.h"
 
 struct coll_comm;
+struct coll_file;
 struct coll_obuf;
 struct coll_proc;
 struct coll_task;
@@ -79,6 +88,9 @@ struct coll_stats {
 	atomic64_t plans;
 	atomic64_t mr_allocs;		/* FRWR regions allocated */
 	atomic64_t mr_reuses;		/* taken from a device's pool */
+	atomic64_t reg_hits;		/* buffers found in a registration cache */
+	atomic64_t reg_misses;		/* looked up there and pinned */
+	atomic64_t reg_evictions;	/* unused entries dropped for room */
 };
 
 /* coll_main.c */
@@ -101,6 +113,27 @@ extern unsigned int coll_eager_bytes;
 extern unsigned int coll_hier_bytes;
 extern unsigned int coll_peer_timeout_ms;
 
+/* coll_regcache.c: the registration cache of a descriptor */
+struct coll_reg;
+
+struct coll_regcache {
+	spinlock_t lock;		/* all below; innermost (see the file) */
+	struct mm_struct *mm;		/* the user's, mmgrab'ed at first use */
+	struct list_head entries;	/* servable, least recently used first */
+	struct list_head stale;		/* invalidated: the cache's ref to drop */
+	u32 nentries;			/* in entries */
+	bool closed;			/* the descriptor is closing */
+	struct work_struct reap_work;	/* drops the stale ones */
+};
+
+extern unsigned int coll_reg_cache;
+void coll_regcache_init(struct coll_regcache *rc);
+int coll_regcache_pin(struct coll_file *cf, u64 uaddr, u64 len,
+		      bool writable, struct coll_obuf **out, bool *hit);
+void coll_regcache_unuse(struct coll_reg *e, bool keep);
+void coll_regcache_flush(struct coll_regcache *rc);
+void coll_regcache_destroy(struct coll_regcache *rc);
+
 /* The argument of an ioctl, as the handlers see it (iommufd_ucmd). */
 struct coll_ucmd {
 	void __user *ubuf;	/* the caller's struct */
@@ -118,6 +151,7 @@ struct coll_file {
 	u32 nreqs;			/* requests held, reserved included */
 	atomic_t ndone;			/* requests complete, not collected */
 	wait_queue_head_t wq;		/* their completions: WAIT, poll() */
+	struct coll_regcache rc;	/* pinned buffers kept (coll_regcache.c) */
 };
 
 void coll_file_release(struct kref *kref);
@@ -217,7 +251,7 @@ struct coll_pstat {
 	u64 algo[COLL_ALGO_MAX];	/* calls by the algorithm run */
 	u64 pins;			/* buffers pinned for those calls */
 	u64 pinned_pages;		/* their pages */
-	u64 reg_hits;			/* buffers found pinned (none yet) */
+	u64 reg_hits;			/* buffers found pinned (reg. cache) */
 	u32 err_no[COLL_STAT_NERR];	/* positive errno, 0: free slot */
 	u64 err_count[COLL_STAT_NERR];	/* the last slot also counts others */
 };
@@ -372,6 +406,7 @@ struct coll_sub {
 	struct coll_plan *plan;		/* built ahead: holds a ref */
 	u32 npins;			/* buffers pinned for the call */
 	unsigned long npinned;		/* their pages; set once, by the pin */
+	u32 nhits;			/* buffers found pinned (reg. cache) */
 	struct coll_task *task;
 	u32 rank;
 	unsigned long flags;
@@ -431,9 +466,9 @@ void coll_task_get(struct coll_task *task);
 void coll_task_put(struct coll_task *task);
 struct coll_sub *coll_sub_alloc(void);
 void coll_sub_free(struct coll_sub *sub);
-int coll_sub_pin(struct coll_sub *sub, const struct coll_op *arg, u32 nranks,
-		 u32 rank);
-void coll_sub_unpin(struct coll_sub *sub);
+int coll_sub_pin(struct coll_sub *sub, struct coll_file *cf,
+		 const struct coll_op *arg, u32 nranks, u32 rank);
+void coll_sub_unpin(struct coll_sub *sub, bool keep);
 void coll_task_release_rank(struct coll_task *task, u32 rank);
 
 u32 coll_task_prim(const struct coll_task *task);
@@ -708,7 +743,7 @@ bool coll_file_has_done(struct coll_file *cf);
 #define COLL_OBUF_LEAF	(PAGE_SIZE / sizeof(struct page *))
 
 struct coll_obuf {
-	struct page ***leaves;		/* page pointers, a page of them each */
+	struct page ***leaves;		/* page pointers, a page of them at most */
 	unsigned long npages;
 	unsigned long nleaves;
 	unsigned int first_off;		/* offset of the buffer in page 0 */
@@ -716,6 +751,7 @@ struct coll_obuf {
 	bool writable;
 	bool kernel;			/* kernel pages (a snapshot), not pinned */
 	struct mm_struct *mm;		/* mmgrab'ed: pinned_vm is charged there */
+	struct coll_reg *reg;		/* cached: released through the cache */
 };
 
 static inline struct page *coll_obuf_page(const struct coll_obuf *ob,

@@ -113,6 +113,7 @@ static int coll_open(struct inode *inode, struct file *file)
 	xa_init_flags(&cf->reqs, XA_FLAGS_ALLOC | XA_FLAGS_ACCOUNT);
 	atomic_set(&cf->ndone, 0);
 	init_waitqueue_head(&cf->wq);
+	coll_regcache_init(&cf->rc);
 	file->private_data = cf;
 	return 0;
 }
@@ -121,6 +122,7 @@ void coll_file_release(struct kref *kref)
 {
 	struct coll_file *cf = container_of(kref, struct coll_file, kref);
 
+	coll_regcache_destroy(&cf->rc);
 	xa_destroy(&cf->members);
 	xa_destroy(&cf->reqs);
 	mutex_destroy(&cf->lock);
@@ -130,8 +132,9 @@ void coll_file_release(struct kref *kref)
 /*
  * The descriptor's last reference is gone (close, or the process died):
  * leave every communicator, which fails the peers' pending collectives,
- * and drop every request.  Buffers are unpinned as the last reference to
- * each collective goes, once no executor can touch them.
+ * and drop every request, then the registration cache.  Buffers are
+ * unpinned as the last reference to each collective goes, once no executor
+ * can touch them.
  */
 static int coll_release(struct inode *inode, struct file *file)
 {
@@ -139,6 +142,7 @@ static int coll_release(struct inode *inode, struct file *file)
 
 	coll_comm_leave_all(cf);
 	coll_req_release_all(cf);
+	coll_regcache_flush(&cf->rc);
 	kref_put(&cf->kref, coll_file_release);
 	return 0;
 }
@@ -173,6 +177,9 @@ static int coll_ioctl_info(struct coll_file *cf, struct coll_ucmd *ucmd)
 	arg->out_rdma_devs = coll_ib_count();
 	arg->out_mr_allocs = atomic64_read(&coll_stats.mr_allocs);
 	arg->out_mr_reuses = atomic64_read(&coll_stats.mr_reuses);
+	arg->out_reg_hits = atomic64_read(&coll_stats.reg_hits);
+	arg->out_reg_misses = atomic64_read(&coll_stats.reg_misses);
+	arg->out_reg_evictions = atomic64_read(&coll_stats.reg_evictions);
 	/* Nothing else happens: write it all back, as much as the caller has. */
 	if (copy_to_user(ucmd->ubuf, arg,
 			 min_t(u32, ucmd->usize, sizeof(*arg))))

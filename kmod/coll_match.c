@@ -217,7 +217,7 @@ int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
 		ret = -ENOMEM;
 		goto err_unreserve;
 	}
-	ret = coll_sub_pin(sub, arg, m->comm->nranks, rank);
+	ret = coll_sub_pin(sub, cf, arg, m->comm->nranks, rank);
 	if (ret)
 		goto err_free_sub;
 	if (nonblock) {

@@ -7,8 +7,10 @@
  *
  * As ib_umem_get(), the charge comes first and nothing is allocated in
  * proportion to the buffer before pages are actually pinned: page pointers
- * are kept one page of them at a time ("leaves"), each allocated just
- * before it is filled by pin_user_pages_fast(), and the table of leaves
+ * are kept at most one page of them at a time ("leaves", the last one just
+ * as large as it needs to be, so that a small buffer kept pinned by the
+ * registration cache costs little), each allocated just before it is
+ * filled by pin_user_pages_fast(), and the table of leaves
  * (at most COLL_MAX_BYTES / PAGE_SIZE / COLL_OBUF_LEAF entries, 4 MiB) only
  * once the first leaf is pinned.  So a huge range at an unmapped address
  * fails at its first page, quickly, having allocated one page.
@@ -31,7 +33,7 @@ static int coll_obuf_charge(struct mm_struct *mm, unsigned long npages)
 
 	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
 		atomic64_sub(npages, &mm->pinned_vm);
-		return -ENOMEM;
+		return -EDQUOT;
 	}
 	return 0;
 }
@@ -41,6 +43,12 @@ static unsigned long coll_obuf_leaf_pages(const struct coll_obuf *ob,
 {
 	return min_t(unsigned long, COLL_OBUF_LEAF,
 		     ob->npages - leaf * COLL_OBUF_LEAF);
+}
+
+static size_t coll_obuf_leaf_bytes(const struct coll_obuf *ob,
+				   unsigned long leaf)
+{
+	return coll_obuf_leaf_pages(ob, leaf) * sizeof(struct page *);
 }
 
 /* Unpin (or free) the first @npinned pages and free the leaves. */
@@ -63,11 +71,11 @@ static void coll_obuf_unpin(struct coll_obuf *ob, unsigned long npinned,
 	}
 	if (ob->leaves) {
 		for (l = 0; l < ob->nleaves && ob->leaves[l]; l++)
-			coll_kvfree(ob->leaves[l], PAGE_SIZE);
+			coll_kvfree(ob->leaves[l], coll_obuf_leaf_bytes(ob, l));
 		coll_kvfree(ob->leaves, ob->nleaves * sizeof(*ob->leaves));
 		ob->leaves = NULL;
 	} else {
-		coll_kvfree(leaf0, PAGE_SIZE);
+		coll_kvfree(leaf0, coll_obuf_leaf_bytes(ob, 0));
 	}
 }
 
@@ -100,9 +108,10 @@ static int coll_obuf_pin_leaf(struct coll_obuf *ob, u64 uaddr,
  * @writable: the kernel will write to it
  * @out: the new obuf
  *
- * Return: 0, -EOVERFLOW for a range that wraps, -ENOMEM (also over
- * RLIMIT_MEMLOCK, checked before anything is allocated), -EFAULT for
- * memory that cannot be pinned, -EINTR on a fatal signal.
+ * Return: 0, -EOVERFLOW for a range that wraps, -EDQUOT over
+ * RLIMIT_MEMLOCK (checked before anything is allocated; the registration
+ * cache evicts then, callers report -ENOMEM), -ENOMEM, -EFAULT for memory
+ * that cannot be pinned, -EINTR on a fatal signal.
  */
 int coll_obuf_pin(u64 uaddr, u64 len, bool writable, struct coll_obuf **out)
 {
@@ -132,7 +141,7 @@ int coll_obuf_pin(u64 uaddr, u64 len, bool writable, struct coll_obuf **out)
 		goto err_drop_mm;
 
 	for (l = 0; l < ob->nleaves; l++) {
-		struct page **leaf = coll_kvzalloc(PAGE_SIZE);
+		struct page **leaf = coll_kvzalloc(coll_obuf_leaf_bytes(ob, l));
 
 		if (!leaf) {
 			ret = -ENOMEM;
@@ -146,7 +155,8 @@ int coll_obuf_pin(u64 uaddr, u64 len, bool writable, struct coll_obuf **out)
 				ob->leaves = coll_kvzalloc(ob->nleaves *
 							   sizeof(*ob->leaves));
 				if (!ob->leaves) {
-					coll_kvfree(leaf, PAGE_SIZE);
+					coll_kvfree(leaf,
+						    coll_obuf_leaf_bytes(ob, l));
 					ret = -ENOMEM;
 					goto err_unpin;
 				}
@@ -216,7 +226,7 @@ int coll_obuf_snapshot(const struct coll_obuf *src, u64 pos, u64 len,
 	if (!ob->leaves)
 		goto err_free;
 	for (l = 0; l < ob->nleaves; l++) {
-		ob->leaves[l] = coll_kvzalloc(PAGE_SIZE);
+		ob->leaves[l] = coll_kvzalloc(coll_obuf_leaf_bytes(ob, l));
 		if (!ob->leaves[l])
 			goto err_free;
 	}
@@ -259,11 +269,14 @@ err_free:
  * coll_obuf_release() - unpin and free
  * @ob: the obuf, or NULL
  *
- * May sleep.  Written pages are marked dirty.
+ * May sleep.  Written pages are marked dirty.  Not for an obuf of the
+ * registration cache (@ob->reg): coll_regcache_unuse() gives those back.
  */
 void coll_obuf_release(struct coll_obuf *ob)
 {
 	if (!ob)
+		return;
+	if (WARN_ON_ONCE(ob->reg))
 		return;
 	coll_obuf_unpin(ob, ob->npages, NULL);
 	if (!ob->kernel) {

@@ -68,13 +68,14 @@ void coll_stats_task_done(struct coll_task *task, int status)
 		return;
 	ps = &comm->stats->prim[prim];
 	ps->calls++;
-	/* sub[] is stable and npins/npinned were set before publication. */
+	/* sub[] is stable and npins/npinned/nhits were set before publication. */
 	for (r = 0; r < task->nranks; r++) {
 		const struct coll_sub *sub = task->sub[r];
 
 		if (sub) {
 			ps->pins += sub->npins;
 			ps->pinned_pages += sub->npinned;
+			ps->reg_hits += sub->nhits;
 		}
 	}
 	if (status) {

@@ -34,21 +34,52 @@ static bool coll_ranges_overlap(u64 a, u64 alen, u64 b, u64 blen)
 	return alen && blen && a < b + blen && b < a + alen;
 }
 
+/* Give back one buffer, to the registration cache if it came from there. */
+static void coll_sub_put_obuf(struct coll_obuf *ob, bool keep)
+{
+	if (ob && ob->reg)
+		coll_regcache_unuse(ob->reg, keep);
+	else
+		coll_obuf_release(ob);
+}
+
+/* Pin one buffer through the descriptor's cache, counting what it took. */
+static int coll_sub_pin_one(struct coll_sub *sub, struct coll_file *cf,
+			    u64 addr, u64 len, bool writable,
+			    struct coll_obuf **ob)
+{
+	bool hit;
+	int ret;
+
+	ret = coll_regcache_pin(cf, addr, len, writable, ob, &hit);
+	if (ret)
+		return ret;
+	if (hit) {
+		sub->nhits++;
+	} else {
+		sub->npins++;
+		sub->npinned += (*ob)->npages;
+	}
+	return 0;
+}
+
 /**
  * coll_sub_pin() - pin what this rank's part of a collective uses
  * @sub: the part; desc, ob[] and base[] are filled
+ * @cf: the caller's descriptor, whose registration cache is used
  * @arg: the validated argument
  * @nranks: the communicator's size
  * @rank: the caller's rank
  *
  * Works out the sizes (with overflow checks), the in-place layout if the
- * buffers overlap, then pins.  Needs no lock.
+ * buffers overlap, then pins (or finds them pinned in @cf's registration
+ * cache).  Needs no lock.
  *
  * Return: 0, or -EOVERFLOW, -EINVAL (a bad overlap) or coll_obuf_pin()'s
  * errors, with nothing pinned.
  */
-int coll_sub_pin(struct coll_sub *sub, const struct coll_op *arg, u32 nranks,
-		 u32 rank)
+int coll_sub_pin(struct coll_sub *sub, struct coll_file *cf,
+		 const struct coll_op *arg, u32 nranks, u32 rank)
 {
 	u64 addr[2] = { arg->sendbuf, arg->recvbuf };
 	u64 bytes[2], total, off;
@@ -84,41 +115,46 @@ int coll_sub_pin(struct coll_sub *sub, const struct coll_op *arg, u32 nranks,
 		if (addr[inner] != addr[outer] + off ||
 		    off + bytes[inner] > bytes[outer])
 			return -EINVAL;
-		ret = coll_obuf_pin(addr[outer], bytes[outer], true,
-				    &sub->ob[outer]);
+		ret = coll_sub_pin_one(sub, cf, addr[outer], bytes[outer],
+				       true, &sub->ob[outer]);
 		if (ret)
 			return ret;
 		sub->ob[inner] = sub->ob[outer];
 		sub->base[inner] = off;
 		sub->desc.inplace = true;
-		sub->npins = 1;
-		sub->npinned = sub->ob[outer]->npages;
 		return 0;
 	}
 
 	for (b = 0; b < 2; b++) {
 		if (!bytes[b])
 			continue;
-		ret = coll_obuf_pin(addr[b], bytes[b], b == COLL_SBUF_RECV,
-				    &sub->ob[b]);
+		ret = coll_sub_pin_one(sub, cf, addr[b], bytes[b],
+				       b == COLL_SBUF_RECV, &sub->ob[b]);
 		if (ret)
 			goto err_release;
-		sub->npins++;
-		sub->npinned += sub->ob[b]->npages;
 	}
 	return 0;
 
 err_release:
-	coll_obuf_release(sub->ob[0]);
+	coll_sub_put_obuf(sub->ob[0], false);
 	sub->ob[0] = NULL;
 	return ret;
 }
 
-void coll_sub_unpin(struct coll_sub *sub)
+/**
+ * coll_sub_unpin() - give back the buffers of a rank's part
+ * @sub: the part
+ * @keep: its collective ended well: what it pinned may stay pinned in the
+ *        descriptor's registration cache (else it is unpinned, so that a
+ *        failed call leaves nothing behind)
+ *
+ * May sleep.
+ */
+void coll_sub_unpin(struct coll_sub *sub, bool keep)
 {
 	if (sub->ob[1] != sub->ob[0])
-		coll_obuf_release(sub->ob[1]);
-	coll_obuf_release(sub->ob[0]);
+		coll_sub_put_obuf(sub->ob[1], keep);
+	coll_sub_put_obuf(sub->ob[0], keep);
 	sub->ob[0] = NULL;
 	sub->ob[1] = NULL;
 }
@@ -128,7 +164,7 @@ void coll_sub_free(struct coll_sub *sub)
 {
 	if (!sub)
 		return;
-	coll_sub_unpin(sub);
+	coll_sub_unpin(sub, false);
 	coll_plan_put(sub->plan);
 	if (sub->req)
 		coll_req_put(sub->req);
@@ -163,7 +199,7 @@ void coll_task_release_rank(struct coll_task *task, u32 rank)
 		return;
 	if (test_and_set_bit(COLL_SUB_RELEASED, &sub->flags))
 		return;
-	coll_sub_unpin(sub);
+	coll_sub_unpin(sub, !READ_ONCE(task->status));
 }
 
 /**
@@ -231,8 +267,15 @@ static void coll_task_free(struct coll_task *task)
 
 	/* the grants first: no peer can reach the pages once they go */
 	coll_xtask_free(task);
-	for (r = 0; r < task->nranks; r++)
-		coll_sub_free(task->sub[r]);
+	for (r = 0; r < task->nranks; r++) {
+		struct coll_sub *sub = task->sub[r];
+
+		/* a rank that did not let go itself: cache only on success */
+		if (sub && !test_and_set_bit(COLL_SUB_RELEASED, &sub->flags))
+			coll_sub_unpin(sub, coll_task_state(task) ==
+					    COLL_TASK_DONE && !task->status);
+		coll_sub_free(sub);
+	}
 	coll_plan_put(task->plan);
 	if (task->comm)
 		coll_comm_put(task->comm);

@@ -726,18 +726,46 @@ ABI_TEST(abi, comm_handle_other_fd)
 
 /* ---- COLL_SUBMIT ----------------------------------------------------------- */
 
+/* The module parameter reg_cache (registration cache entries), or -1. */
+static long reg_cache_param(void)
+{
+	FILE *f = fopen("/sys/module/collective/parameters/reg_cache", "r");
+	long v = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/*
+ * The call's two buffers (a page each) stay pinned in the descriptor's
+ * registration cache, unless reg_cache is 0; a second call finds them
+ * there and pins nothing more.
+ */
 ABI_TEST(abi, submit_allreduce)
 {
 	struct coll_op op = ar_op(self);
-	struct coll_info before, after;
+	struct coll_info before, after, want;
+	long cache = reg_cache_param();
 
+	ASSERT_LE(0, cache);
 	ASSERT_OK(st_info(self->fd, &before));
 	ASSERT_OK(st_submit(self->fd, &op));
 	EXPECT_TRUE(ar_result_ok(&self->b));
 	ASSERT_OK(st_info(self->fd, &after));
 	EXPECT_EQ(before.out_ops_total + 1, after.out_ops_total);
 	EXPECT_LE(before.out_bytes_total + NELEM * 4, after.out_bytes_total);
-	EXPECT_EQ(0, st_info_settle(&before, &after, 1000));
+	want = before;
+	want.out_pinned_pages += cache ? 2 : 0;
+	EXPECT_EQ(0, st_info_settle(&want, &after, 1000));
+	memset(self->b.recv, POISON, NELEM * 4);
+	ASSERT_OK(st_submit(self->fd, &op));
+	EXPECT_TRUE(ar_result_ok(&self->b));
+	EXPECT_EQ(0, st_info_settle(&want, &after, 1000));
+	EXPECT_EQ(before.out_reg_hits + (cache ? 2 : 0), after.out_reg_hits);
 }
 
 ABI_TEST(abi, submit_size_short)

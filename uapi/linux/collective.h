@@ -18,7 +18,7 @@
  * ';' belongs to vfio (0x64-0x7F) and iommufd (0x80-0x8F).
  */
 #define COLL_TYPE 0xC5
-#define COLL_ABI_VERSION 3
+#define COLL_ABI_VERSION 4
 
 /* Collectives in flight at once on a host, per communicator spanning hosts */
 #define COLL_XHOST_AHEAD 64
@@ -141,11 +141,20 @@ enum {
  *                 (grants of zero-copy reads to peer hosts)
  * @out_mr_reuses: grants' regions taken instead from a device's pool of
  *                 invalidated ones (module parameter mr_pool)
+ * @out_reg_hits: buffers of collectives found already pinned in their
+ *                descriptor's registration cache since load (module
+ *                parameter reg_cache; cached pages count in
+ *                @out_pinned_pages until evicted, invalidated or closed)
+ * @out_reg_misses: buffers looked up in a registration cache and pinned
+ *                  since load
+ * @out_reg_evictions: unused cached buffers unpinned to make room (the
+ *                     cache's limit, or RLIMIT_MEMLOCK) since load
  *
  * Needs no communicator; any process that can open the device may ask.
  * Fields after @out_bytes_total came with ABI version 2, those after
- * @out_rdma_devs with version 3; a caller passing an earlier version's
- * size gets that version's fields.
+ * @out_rdma_devs with version 3, those after @out_mr_reuses with version
+ * 4; a caller passing an earlier version's size gets that version's
+ * fields.
  */
 struct coll_info {
 	__u32 size;
@@ -166,6 +175,9 @@ struct coll_info {
 	__u32 out_rdma_devs;
 	__aligned_u64 out_mr_allocs;
 	__aligned_u64 out_mr_reuses;
+	__aligned_u64 out_reg_hits;
+	__aligned_u64 out_reg_misses;
+	__aligned_u64 out_reg_evictions;
 };
 
 #define COLL_INFO _IO(COLL_TYPE, COLL_CMD_INFO)

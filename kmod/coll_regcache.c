@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The registration cache: user buffers stay pinned across collectives, so
+ * a loop that reuses its buffers pins nothing once warm.
+ *
+ * One cache per open descriptor (struct coll_file), for the process that
+ * first pins through it (its mm, mmgrab'ed): a call from another mm (a
+ * child sharing the descriptor after fork) pins uncached, as before.  An
+ * entry (struct coll_reg) is a pinned obuf keyed by its exact (address,
+ * length, writable); the key is the user's whole range, so a hit needs no
+ * new view of the pages.
+ *
+ * Each entry watches its pages with an mmu_interval_notifier, as
+ * drivers/infiniband/core/umem_odp.c does: anything that changes what the
+ * range maps (munmap, mremap, MADV_DONTNEED, mprotect, fork's write
+ * protection, migration, exit) unlinks the entry at once, so it is never
+ * served again.  The callback never unpins nor removes the notifier (that
+ * would wait for the invalidation it runs in): the cache's reference is
+ * dropped later, from a work item or at the cache's next operation, and
+ * calls in flight keep theirs, so their pages stay pinned until they end.
+ *
+ * Publish last: a buffer pinned on a miss enters the cache only when the
+ * call that pinned it ends well (coll_regcache_unuse()), so a call that
+ * fails leaves nothing pinned behind.  The notifier is inserted before
+ * pinning and the sequence read then (mmu_interval_read_begin()) is checked
+ * under the lock when the entry is linked (mmu_interval_read_retry()): an
+ * invalidation at any time after the pin keeps the entry out.
+ *
+ * Bounded: at most reg_cache entries per descriptor (least recently used
+ * unused one evicted first), and an RLIMIT_MEMLOCK failure evicts unused
+ * entries and retries once.  A cached entry keeps its pages charged to
+ * mm->pinned_vm; dropping it uncharges them.
+ *
+ * Lifetimes: an entry holds a reference on its descriptor's coll_file
+ * (whose cache it points to) and is referenced (kref) by the cache while
+ * linked or waiting on the stale list, and by each call using it.  Closing
+ * the descriptor drops the cache's references (coll_regcache_flush()).
+ *
+ * Locks: coll_regcache.lock (spinlock), innermost; taken by the notifier's
+ * callback, which may run in reclaim or under mmap_lock: nothing sleeps or
+ * allocates under it, and neither unpinning nor notifier removal happens
+ * with it held.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/mm.h>
+#include <linux/mmu_notifier.h>
+#include <linux/module.h>
+#include <linux/overflow.h>
+#include <linux/sched/mm.h>
+
+#include "coll_loc.h"
+
+unsigned int coll_reg_cache = 64;
+module_param_named(reg_cache, coll_reg_cache, uint, 0644);
+MODULE_PARM_DESC(reg_cache,
+		 "Pinned buffers kept per descriptor for the next collectives (least recently used dropped first; 0: pin and unpin on every call)");
+
+struct coll_reg {
+	struct kref kref;
+	struct mmu_interval_notifier mn;
+	struct coll_regcache *rc;	/* in a coll_file we hold a ref on */
+	struct coll_obuf *ob;		/* ob->reg == this */
+	struct list_head node;		/* rc->entries or rc->stale, rc->lock */
+	u64 uaddr;
+	u64 len;
+	bool writable;
+	bool linked;			/* rc->lock: in rc->entries, servable */
+	bool pending;			/* rc->lock: pinned by a call in flight,
+					 * not linked yet
+					 */
+	u32 users;			/* rc->lock: calls using it */
+	unsigned long seq;		/* mmu_interval_read_begin() before pin */
+};
+
+static struct coll_file *coll_reg_file(struct coll_reg *e)
+{
+	return container_of(e->rc, struct coll_file, rc);
+}
+
+/* The last reference: no caller, no cache.  May sleep; no lock held. */
+static void coll_reg_free(struct kref *kref)
+{
+	struct coll_reg *e = container_of(kref, struct coll_reg, kref);
+	struct coll_file *cf = coll_reg_file(e);
+
+	mmu_interval_notifier_remove(&e->mn);
+	if (e->ob) {
+		e->ob->reg = NULL;
+		coll_obuf_release(e->ob);
+	}
+	coll_kvfree(e, sizeof(*e));
+	kref_put(&cf->kref, coll_file_release);
+}
+
+static void coll_reg_put_list(struct list_head *list)
+{
+	struct coll_reg *e, *tmp;
+
+	list_for_each_entry_safe(e, tmp, list, node) {
+		list_del_init(&e->node);
+		kref_put(&e->kref, coll_reg_free);
+	}
+}
+
+/* Take a linked entry out of the lookup list onto @to. */
+static void coll_reg_unlink(struct coll_regcache *rc, struct coll_reg *e,
+			    struct list_head *to)
+{
+	lockdep_assert_held(&rc->lock);
+	e->linked = false;
+	rc->nentries--;
+	list_move_tail(&e->node, to);
+}
+
+static bool coll_reg_invalidate(struct mmu_interval_notifier *mn,
+				const struct mmu_notifier_range *range,
+				unsigned long cur_seq)
+{
+	struct coll_reg *e = container_of(mn, struct coll_reg, mn);
+	struct coll_regcache *rc = e->rc;
+
+	spin_lock(&rc->lock);
+	mmu_interval_set_seq(mn, cur_seq);
+	if (e->linked) {
+		coll_reg_unlink(rc, e, &rc->stale);
+		/* the cache's reference goes outside this callback */
+		queue_work(coll_wq, &rc->reap_work);
+	}
+	spin_unlock(&rc->lock);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops coll_reg_mn_ops = {
+	.invalidate = coll_reg_invalidate,
+};
+
+static void coll_regcache_reap(struct work_struct *work)
+{
+	struct coll_regcache *rc = container_of(work, struct coll_regcache,
+						reap_work);
+	LIST_HEAD(drop);
+
+	spin_lock(&rc->lock);
+	list_splice_init(&rc->stale, &drop);
+	spin_unlock(&rc->lock);
+	/* the descriptor is open (flush cancels us first): rc stays */
+	coll_reg_put_list(&drop);
+}
+
+/**
+ * coll_regcache_init() - an empty cache, for a new descriptor
+ * @rc: the cache
+ */
+void coll_regcache_init(struct coll_regcache *rc)
+{
+	spin_lock_init(&rc->lock);
+	INIT_LIST_HEAD(&rc->entries);
+	INIT_LIST_HEAD(&rc->stale);
+	INIT_WORK(&rc->reap_work, coll_regcache_reap);
+}
+
+static struct coll_reg *coll_regcache_find(struct coll_regcache *rc,
+					   u64 uaddr, u64 len, bool writable)
+{
+	struct coll_reg *e;
+
+	lockdep_assert_held(&rc->lock);
+	list_for_each_entry(e, &rc->entries, node)
+		if (e->uaddr == uaddr && e->len == len &&
+		    e->writable == writable)
+			return e;
+	return NULL;
+}
+
+/*
+ * Unlink unused entries, least recently used first, onto @drop until
+ * @want pages are freed; return those pages.
+ */
+static unsigned long coll_regcache_evict_locked(struct coll_regcache *rc,
+						unsigned long want,
+						struct list_head *drop)
+{
+	struct coll_reg *e, *tmp;
+	unsigned long freed = 0;
+
+	lockdep_assert_held(&rc->lock);
+	list_for_each_entry_safe(e, tmp, &rc->entries, node) {
+		if (freed >= want)
+			break;
+		if (e->users)
+			continue;
+		coll_reg_unlink(rc, e, drop);
+		freed += e->ob->npages;
+		atomic64_inc(&coll_stats.reg_evictions);
+	}
+	return freed;
+}
+
+/*
+ * Over RLIMIT_MEMLOCK: drop unused entries and the stale ones waiting,
+ * enough for @npages.  Return whether any went (worth a retry).
+ */
+static bool coll_regcache_evict(struct coll_regcache *rc,
+				unsigned long npages)
+{
+	LIST_HEAD(drop);
+	bool any;
+
+	spin_lock(&rc->lock);
+	coll_regcache_evict_locked(rc, npages, &drop);
+	list_splice_init(&rc->stale, &drop);
+	spin_unlock(&rc->lock);
+	any = !list_empty(&drop);
+	coll_reg_put_list(&drop);
+	return any;
+}
+
+/* Pin outside the cache; coll_obuf_pin()'s memlock error is -ENOMEM. */
+static int coll_regcache_pin_uncached(u64 uaddr, u64 len, bool writable,
+				      struct coll_obuf **out)
+{
+	int ret = coll_obuf_pin(uaddr, len, writable, out);
+
+	return ret == -EDQUOT ? -ENOMEM : ret;
+}
+
+/* Is the cache usable by current?  Records its mm at first use. */
+static bool coll_regcache_mine(struct coll_regcache *rc)
+{
+	bool mine;
+
+	spin_lock(&rc->lock);
+	if (!rc->mm && !rc->closed) {
+		rc->mm = current->mm;
+		mmgrab(rc->mm);
+	}
+	mine = rc->mm == current->mm && !rc->closed;
+	spin_unlock(&rc->lock);
+	return mine;
+}
+
+/**
+ * coll_regcache_pin() - a pinned obuf for a user range, from the cache
+ * @cf: the caller's descriptor
+ * @uaddr: user address
+ * @len: length in bytes, > 0
+ * @writable: the kernel will write to it
+ * @out: the obuf; give it back with coll_regcache_unuse() if (*@out)->reg,
+ *       else coll_obuf_release()
+ * @hit: set if it was found pinned
+ *
+ * Uses the descriptor's cache if the module parameter reg_cache is not 0
+ * and current->mm is the cache's; otherwise pins as coll_obuf_pin() does.
+ * Over RLIMIT_MEMLOCK, evicts unused entries and tries once more.  What a
+ * miss pins enters the cache when the call gives it back having ended
+ * well.
+ *
+ * Locks: takes cf->rc.lock; none may be held (pinning sleeps).
+ *
+ * Return: 0, or coll_obuf_pin()'s errors (-ENOMEM over RLIMIT_MEMLOCK).
+ */
+int coll_regcache_pin(struct coll_file *cf, u64 uaddr, u64 len,
+		      bool writable, struct coll_obuf **out, bool *hit)
+{
+	struct coll_regcache *rc = &cf->rc;
+	u32 limit = READ_ONCE(coll_reg_cache);
+	unsigned long npages;
+	struct coll_reg *e;
+	LIST_HEAD(drop);
+	u64 start, end;
+	int ret;
+
+	*hit = false;
+	if (!limit || !current->mm || check_add_overflow(uaddr, len, &end) ||
+	    !len || end > TASK_SIZE_MAX || !coll_regcache_mine(rc))
+		return coll_regcache_pin_uncached(uaddr, len, writable, out);
+
+	spin_lock(&rc->lock);
+	e = coll_regcache_find(rc, uaddr, len, writable);
+	if (e) {
+		e->users++;
+		kref_get(&e->kref);
+		list_move_tail(&e->node, &rc->entries);
+	}
+	list_splice_init(&rc->stale, &drop);	/* reap at each operation */
+	spin_unlock(&rc->lock);
+	coll_reg_put_list(&drop);
+	if (e) {
+		atomic64_inc(&coll_stats.reg_hits);
+		*hit = true;
+		*out = e->ob;
+		return 0;
+	}
+	atomic64_inc(&coll_stats.reg_misses);
+
+	e = coll_kvzalloc(sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	kref_init(&e->kref);		/* the caller's */
+	INIT_LIST_HEAD(&e->node);
+	e->rc = rc;			/* before the callback may run */
+	e->uaddr = uaddr;
+	e->len = len;
+	e->writable = writable;
+	start = uaddr & PAGE_MASK;
+	npages = (PAGE_ALIGN(end) - start) >> PAGE_SHIFT;
+	ret = mmu_interval_notifier_insert(&e->mn, current->mm, start,
+					   npages << PAGE_SHIFT,
+					   &coll_reg_mn_ops);
+	if (ret) {
+		coll_kvfree(e, sizeof(*e));
+		return ret;
+	}
+	kref_get(&cf->kref);
+
+	/* from here, an invalidation of the range keeps it out of the cache */
+	e->seq = mmu_interval_read_begin(&e->mn);
+	ret = coll_obuf_pin(uaddr, len, writable, &e->ob);
+	if (ret == -EDQUOT && coll_regcache_evict(rc, npages))
+		ret = coll_obuf_pin(uaddr, len, writable, &e->ob);
+	if (ret) {
+		kref_put(&e->kref, coll_reg_free);
+		return ret == -EDQUOT ? -ENOMEM : ret;
+	}
+	e->ob->reg = e;
+	e->pending = true;		/* rc->lock not needed: not published */
+	e->users = 1;
+	*out = e->ob;
+	return 0;
+}
+
+/*
+ * Link an entry whose call ended well, unless it was invalidated since its
+ * pin, one like it is there already, or there is no room.  Return whether
+ * it was (the caller's reference is then the cache's).
+ */
+static bool coll_regcache_link(struct coll_regcache *rc, struct coll_reg *e,
+			       struct list_head *drop)
+{
+	u32 limit = READ_ONCE(coll_reg_cache);
+
+	lockdep_assert_held(&rc->lock);
+	if (rc->closed || !limit || mmu_interval_read_retry(&e->mn, e->seq) ||
+	    coll_regcache_find(rc, e->uaddr, e->len, e->writable))
+		return false;
+	while (rc->nentries >= limit &&
+	       coll_regcache_evict_locked(rc, 1, drop))
+		;
+	if (rc->nentries >= limit)
+		return false;
+	e->linked = true;
+	rc->nentries++;
+	list_add_tail(&e->node, &rc->entries);
+	return true;
+}
+
+/**
+ * coll_regcache_unuse() - a call is done with a cached obuf
+ * @e: its entry (ob->reg)
+ * @keep: the call ended well: an entry pinned for it may enter the cache
+ *
+ * A linked entry becomes evictable once unused; one the call pinned is
+ * linked if @keep and still valid; any other goes with its last user.  May
+ * sleep.
+ *
+ * Locks: takes the cache's lock.
+ */
+void coll_regcache_unuse(struct coll_reg *e, bool keep)
+{
+	struct coll_regcache *rc = e->rc;
+	bool cached = false;
+	LIST_HEAD(drop);
+
+	spin_lock(&rc->lock);
+	e->users--;
+	if (e->pending) {
+		e->pending = false;
+		cached = keep && coll_regcache_link(rc, e, &drop);
+	}
+	spin_unlock(&rc->lock);
+	coll_reg_put_list(&drop);
+	if (!cached)
+		kref_put(&e->kref, coll_reg_free);
+}
+
+/**
+ * coll_regcache_flush() - the descriptor is closing: drop every entry
+ * @rc: its cache
+ *
+ * Entries that calls still use go when those calls end.  Nothing is
+ * cached through @rc afterwards.  May sleep.
+ *
+ * Locks: takes rc->lock.
+ */
+void coll_regcache_flush(struct coll_regcache *rc)
+{
+	struct coll_reg *e;
+	LIST_HEAD(drop);
+
+	spin_lock(&rc->lock);
+	rc->closed = true;
+	list_for_each_entry(e, &rc->entries, node)
+		e->linked = false;
+	rc->nentries = 0;
+	list_splice_init(&rc->entries, &drop);
+	list_splice_init(&rc->stale, &drop);
+	spin_unlock(&rc->lock);
+	/* nothing can queue it again: no entry is linked */
+	cancel_work_sync(&rc->reap_work);
+	coll_reg_put_list(&drop);
+}
+
+/**
+ * coll_regcache_destroy() - the descriptor's last reference is gone
+ * @rc: its cache, flushed, with no entry left (each held the descriptor)
+ */
+void coll_regcache_destroy(struct coll_regcache *rc)
+{
+	WARN_ON_ONCE(!list_empty(&rc->entries) || !list_empty(&rc->stale));
+	if (rc->mm)
+		mmdrop(rc->mm);
+}
