@@ -726,20 +726,6 @@ ABI_TEST(abi, comm_handle_other_fd)
 
 /* ---- COLL_SUBMIT ----------------------------------------------------------- */
 
-/* The module parameter reg_cache (registration cache entries), or -1. */
-static long reg_cache_param(void)
-{
-	FILE *f = fopen("/sys/module/collective/parameters/reg_cache", "r");
-	long v = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 /*
  * The call's two buffers (a page each) stay pinned in the descriptor's
  * registration cache, unless reg_cache is 0; a second call finds them
@@ -749,7 +735,7 @@ ABI_TEST(abi, submit_allreduce)
 {
 	struct coll_op op = ar_op(self);
 	struct coll_info before, after, want;
-	long cache = reg_cache_param();
+	long cache = st_param_get("reg_cache");
 
 	ASSERT_LE(0, cache);
 	ASSERT_OK(st_info(self->fd, &before));

@@ -80,41 +80,6 @@ FIXTURE_TEARDOWN(h)
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static const char *param_path(const char *name, char *buf, size_t len)
-{
-	snprintf(buf, len, "/sys/module/collective/parameters/%s", name);
-	return buf;
-}
-
-/* A module parameter's value, or -1. */
-static long param_get(const char *name)
-{
-	char path[128], val[64];
-	FILE *f = fopen(param_path(name, path, sizeof(path)), "r");
-	long v = -1;
-
-	if (!f)
-		return -1;
-	if (fgets(val, sizeof(val), f))
-		v = strtol(val, NULL, 0);
-	fclose(f);
-	return v;
-}
-
-static int param_set(const char *name, long v)
-{
-	char path[128];
-	FILE *f = fopen(param_path(name, path, sizeof(path)), "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fprintf(f, "%ld\n", v) > 0 ? 0 : -EIO;
-	if (fclose(f))
-		ret = -errno;
-	return ret;
-}
-
 /* A copy of @len bytes of @src in a page of its own, made read-only. */
 static void *ro_dup(const void *src, size_t len)
 {
@@ -276,23 +241,6 @@ HTEST(huge_unmapped_at_limits, 120)
 	close(fd);
 }
 
-static int drop_ipc_lock(void)
-{
-	struct __user_cap_header_struct h = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct d[2];
-	int i = CAP_TO_INDEX(CAP_IPC_LOCK);
-	unsigned int mask = CAP_TO_MASK(CAP_IPC_LOCK);
-
-	if (syscall(SYS_capget, &h, d))
-		return -errno;
-	d[i].effective &= ~mask;
-	d[i].permitted &= ~mask;
-	d[i].inheritable &= ~mask;
-	return syscall(SYS_capset, &h, d) ? -errno : 0;
-}
-
 static int memlock_huge_child(int unused, void *arg)
 {
 	struct rlimit rl = { 64 << 10, 64 << 10 };
@@ -303,7 +251,7 @@ static int memlock_huge_child(int unused, void *arg)
 
 	(void)unused;
 	(void)arg;
-	if (drop_ipc_lock() || setrlimit(RLIMIT_MEMLOCK, &rl))
+	if (st_drop_ipc_lock() || setrlimit(RLIMIT_MEMLOCK, &rl))
 		return 10;
 	fd = st_dev_open();
 	if (fd < 0 || one_rank(fd, &comm))
@@ -611,14 +559,14 @@ static int max_comms_child(int unused, void *arg)
 HTEST(comms_capped_per_process, 120)
 {
 	struct coll_info before;
-	long old = param_get("max_comms");
+	long old = st_param_get("max_comms");
 	struct st_ranks rk;
 	uint32_t c[4];
 	char st[64];
 	int fd, i;
 
 	NEED_DEVICE();
-	if (old < 0 || param_set("max_comms", 3))
+	if (old < 0 || st_param_set("max_comms", 3))
 		SKIP(return, "cannot set max_comms");
 	fd = st_dev_open();
 	for (i = 0; i < 3; i++)
@@ -640,7 +588,7 @@ HTEST(comms_capped_per_process, 120)
 	ASSERT_OK(st_comm_destroy(fd, c[1]));
 	ASSERT_OK(one_rank(fd, &c[3]));
 	close(fd);
-	param_set("max_comms", old);
+	st_param_set("max_comms", old);
 }
 
 /* ---- arguments that cannot be written back ----------------------------------------- */

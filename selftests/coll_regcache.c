@@ -131,23 +131,6 @@ static long vmpin_kb(void)
 	return kb;
 }
 
-static int drop_ipc_lock(void)
-{
-	struct __user_cap_header_struct h = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct d[2];
-	int i = CAP_TO_INDEX(CAP_IPC_LOCK);
-	unsigned int mask = CAP_TO_MASK(CAP_IPC_LOCK);
-
-	if (syscall(SYS_capget, &h, d))
-		return -errno;
-	d[i].effective &= ~mask;
-	d[i].permitted &= ~mask;
-	d[i].inheritable &= ~mask;
-	return syscall(SYS_capset, &h, d) ? -errno : 0;
-}
-
 /* munmap then mmap again at the same address: new, zeroed pages. */
 static int remap_same(void *p)
 {
@@ -243,7 +226,7 @@ static int rank_main(int rank, void *arg)
 	if (sh->scenario == S_MEMLOCK) {
 		struct rlimit rl = { MEMLOCK_BYTES, MEMLOCK_BYTES };
 
-		if (drop_ipc_lock() || setrlimit(RLIMIT_MEMLOCK, &rl)) {
+		if (st_drop_ipc_lock() || setrlimit(RLIMIT_MEMLOCK, &rl)) {
 			st_log("rank %d: cannot drop CAP_IPC_LOCK or set RLIMIT_MEMLOCK: %s",
 			       rank, strerror(errno));
 			return 10;
@@ -356,35 +339,6 @@ out:
 	return r;
 }
 
-static const char *param_path = "/sys/module/collective/parameters/reg_cache";
-
-/* The module parameter reg_cache, or -1. */
-static long reg_cache_get(void)
-{
-	FILE *f = fopen(param_path, "r");
-	long v = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
-static int reg_cache_set(long v)
-{
-	FILE *f = fopen(param_path, "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fprintf(f, "%ld\n", v) > 0 ? 0 : -EIO;
-	if (fclose(f))
-		ret = -errno;
-	return ret;
-}
-
 FIXTURE(rc) {
 	struct rc_shared *sh;
 	struct coll_info before, after;
@@ -460,8 +414,8 @@ static int run_ranks(struct __test_metadata *_metadata,
 
 /* Skip unless the cache is on (the default, 64). */
 #define NEED_CACHE() do {						\
-	if (reg_cache_get() <= 0)					\
-		SKIP(return, "reg_cache is %ld", reg_cache_get());	\
+	if (st_param_get("reg_cache") <= 0)					\
+		SKIP(return, "reg_cache is %ld", st_param_get("reg_cache"));	\
 } while (0)
 
 TEST_F_TIMEOUT(rc, reuse, 180)
@@ -549,15 +503,15 @@ TEST_F_TIMEOUT(rc, memlock_evicts, 240)
 
 TEST_F_TIMEOUT(rc, disabled, 180)
 {
-	long old = reg_cache_get();
+	long old = st_param_get("reg_cache");
 	int bad;
 
 	if (_metadata->skip)
 		return;
-	ASSERT_LE(0, old) TH_LOG("%s unreadable", param_path);
-	ASSERT_EQ(0, reg_cache_set(0));
+	ASSERT_LE(0, old) TH_LOG("reg_cache unreadable");
+	ASSERT_EQ(0, st_param_set("reg_cache", 0));
 	bad = run_ranks(_metadata, self, S_REUSE, 5);
-	ASSERT_EQ(0, reg_cache_set(old));
+	ASSERT_EQ(0, st_param_set("reg_cache", old));
 	ASSERT_EQ(0, bad);
 	EXPECT_EQ(0, HITS(self));
 	EXPECT_EQ(0, MISSES(self));

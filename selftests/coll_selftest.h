@@ -30,9 +30,11 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <linux/capability.h>
 #include <linux/collective.h>
 
 #define COLL_ST_MAX_RANKS 64
@@ -240,6 +242,60 @@ static inline int st_info_settle(const struct coll_info *want,
 }
 
 /* ---- buffers ---------------------------------------------------------- */
+
+/* A module parameter's value (/sys/module/collective/parameters/), or -1. */
+static inline long st_param_get(const char *name)
+{
+	char path[128], val[64];
+	FILE *f;
+	long v = -1;
+
+	snprintf(path, sizeof(path), "/sys/module/collective/parameters/%s",
+		 name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(val, sizeof(val), f))
+		v = strtol(val, NULL, 0);
+	fclose(f);
+	return v;
+}
+
+/* Set a module parameter (those of mode 0644).  Return: 0 or -errno. */
+static inline int st_param_set(const char *name, long v)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/module/collective/parameters/%s",
+		 name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%ld\n", v) > 0 ? 0 : -EIO;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
+/* Give up CAP_IPC_LOCK, so that RLIMIT_MEMLOCK binds.  Return: 0 or -errno. */
+static inline int st_drop_ipc_lock(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[2];
+	int i = CAP_TO_INDEX(CAP_IPC_LOCK);
+	unsigned int mask = CAP_TO_MASK(CAP_IPC_LOCK);
+
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	d[i].effective &= ~mask;
+	d[i].permitted &= ~mask;
+	d[i].inheritable &= ~mask;
+	return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
 
 static inline void *st_map(size_t len)
 {
