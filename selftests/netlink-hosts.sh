@@ -164,7 +164,7 @@ guest_main() {
 	TR=/sys/kernel/tracing
 	T=$(mktemp -d)
 	run_no=0
-	local g=$GUEST_INDEX other=$((1 - GUEST_INDEX)) s t0 t1 ms rc el
+	local g=$GUEST_INDEX other=$((1 - GUEST_INDEX)) s t0 t1 rc el
 
 	coll_wait_peers 60 || { echo "Bail out! peers unreachable"; return 1; }
 	coll_insmod "$root/kmod/collective.ko" || { echo "Bail out! insmod"; return 1; }
