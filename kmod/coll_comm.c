@@ -292,27 +292,13 @@ static void coll_comm_end(struct coll_comm *comm, int err, u32 spare,
 }
 
 /**
- * coll_comm_kill() - the communicator is dead for everyone
- * @comm: a communicator the caller holds a reference on
- * @err: negative errno for its in-flight collectives
- *
- * Every later submission fails with ECONNRESET, every collective in
- * flight with @err; the links close.
- *
- * Locks: as coll_comm_end().  May sleep.
- */
-void coll_comm_kill(struct coll_comm *comm, int err)
-{
-	coll_comm_end(comm, err, COLL_NO_HOST, COLL_NO_HOST,
-		      err == -ECONNRESET ? "a peer host's rank left or died" :
-		      "a peer host's link failed");
-}
-
-/**
- * coll_comm_kill_why() - coll_comm_kill(), saying why
+ * coll_comm_kill_why() - the communicator is dead for everyone
  * @comm: a communicator the caller holds a reference on
  * @err: negative errno for its in-flight collectives
  * @why: what happened, for the notification (a constant string)
+ *
+ * Every later submission fails with ECONNRESET, every collective in
+ * flight with @err; the links close.
  *
  * Locks: as coll_comm_end().  May sleep.
  */
@@ -322,7 +308,8 @@ void coll_comm_kill_why(struct coll_comm *comm, int err, const char *why)
 }
 
 /**
- * coll_comm_kill_link() - coll_comm_kill(), because the link to @host failed
+ * coll_comm_kill_link() - coll_comm_kill_why(), because the link to @host
+ * failed
  * @comm: a communicator the caller holds a reference on
  * @err: negative errno for its in-flight collectives
  * @host: the peer host

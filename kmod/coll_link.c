@@ -150,7 +150,7 @@ int coll_link_send(struct coll_link *l, u8 type, u64 seq, u32 round, u64 arg,
  * @why: for the log (rate limited)
  *
  * Safe from any context that may sleep.  The transport's shutdown runs
- * from coll_comm_kill() through coll_links_shutdown().
+ * from coll_comm_kill_link() through coll_links_shutdown().
  */
 void coll_link_fail(struct coll_link *l, int err, const char *why)
 {

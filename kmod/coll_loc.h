@@ -337,7 +337,6 @@ void coll_comm_join_failed(struct coll_comm *comm, int err);
 void coll_comm_leave_all(struct coll_file *cf);
 void coll_comm_put(struct coll_comm *comm);
 void coll_member_put(struct coll_member *m);
-void coll_comm_kill(struct coll_comm *comm, int err);
 void coll_comm_peer_left(struct coll_comm *comm, u32 host);
 void coll_comm_drained(struct coll_comm *comm);
 void coll_comm_kill_why(struct coll_comm *comm, int err, const char *why);
@@ -415,7 +414,7 @@ struct coll_sub {
 struct coll_task {
 	struct kref kref;
 	struct list_head node;		/* comm->tasks */
-	struct list_head abort_node;	/* private list of coll_comm_kill() */
+	struct list_head abort_node;	/* private list of coll_comm_end() */
 	struct coll_comm *comm;		/* holds a ref */
 	u64 seq;
 	u32 nranks;

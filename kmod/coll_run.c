@@ -26,7 +26,7 @@
  * last one out finishes.
  *
  * A thread with a fatal signal stops at once and kills the communicator
- * (coll_comm_kill()): its peers hear of it now, and no holder of the same
+ * (coll_comm_kill_why()): its peers hear of it now, and no holder of the same
  * membership (a descriptor shared by fork or SCM_RIGHTS) can go on out of
  * step.
  */
@@ -154,7 +154,7 @@ static void coll_run_stop(struct coll_task *task, int err, bool now)
  * @task: the collective; the caller holds a reference
  * @err: negative errno
  *
- * Called by coll_comm_kill(), after the communicator is marked dead.
+ * Called by coll_comm_end(), after the communicator is marked dead.
  */
 void coll_run_abort(struct coll_task *task, int err)
 {
