@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Run every test suite of the project and count the results:
-#   unit      native unit tests of the schedules (no guest): the full set
+#   unit      native unit tests of the schedules (no guest): every group,
+#             within a work budget per case (the largest ~2% skipped)
 #   native    native tests of the library, the tools and, once built, the
 #             torch backend (no device)
 #   guest     the kselftest-harness selftests inside one qemu guest
@@ -30,6 +31,7 @@
 #             torchrun's multi-node form, over RDMA (hosts-torch.sh);
 #             skipped when python3-torch or the built extension is missing
 # and, only when named:
+#   unit-full the schedules' unit tests with no budget (~5 min)
 #   rdma2     a check of the rig itself (two guests, rping and ib_write_bw
 #             over rxe): not a test of the project, so not run by default
 #   rexec     the rig's remote-exec agent (rig/rexec.py) on the host's
@@ -119,6 +121,7 @@ suites=("$@")
 for s in "${suites[@]}"; do
 	case $s in
 	unit)	run_suite unit make -s -C selftests/unit run ;;
+	unit-full) run_suite unit-full make -s -C selftests/unit full ;;
 	native)	run_suite native sh -c 'make -s -C userlib check && make -s -C tools check &&
 			{ ! ls userlib/torch/torch_collective/_C*.so >/dev/null 2>&1 ||
 			  make -s -C userlib/torch check; }' ;;
