@@ -391,6 +391,7 @@ struct coll_desc {
 	u32 algo;
 	u64 count;
 	bool inplace;		/* agreed on for AlltoAll only */
+	u32 group;		/* the group's fingerprint, 0 outside one */
 };
 
 #define COLL_SUB_RELEASED	0	/* sub->flags: buffers unpinned */
@@ -474,6 +475,13 @@ u32 coll_task_prim(const struct coll_task *task);
 
 /* coll_match.c: submissions, matched across ranks by sequence number */
 int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd);
+int coll_op_check(const struct coll_op *arg);
+int coll_match_publish_group(struct coll_member *m, struct coll_sub **subs,
+			     struct coll_task **cands, u32 n,
+			     struct coll_task **tasks, bool *starts);
+
+/* coll_group.c: several collectives in one call (COLL_GROUP) */
+int coll_group_submit(struct coll_file *cf, struct coll_ucmd *ucmd);
 bool coll_prim_reduces(u32 prim);
 bool coll_prim_rooted(u32 prim);
 
@@ -762,6 +770,9 @@ static inline struct page *coll_obuf_page(const struct coll_obuf *ob,
 int coll_obuf_pin(u64 uaddr, u64 len, bool writable, struct coll_obuf **out);
 int coll_obuf_snapshot(const struct coll_obuf *src, u64 pos, u64 len,
 		       struct coll_obuf **out);
+int coll_obuf_alloc_kernel(u64 len, struct coll_obuf **out);
+int coll_obuf_copy_user(const struct coll_obuf *ob, u64 pos, u64 uaddr,
+			u64 len, bool to_user);
 void coll_obuf_release(struct coll_obuf *ob);
 
 /* coll_reduce.c */

@@ -216,6 +216,7 @@ union coll_ucmd_buffer {
 	struct coll_op op;
 	struct coll_wait wait;
 	struct coll_comm_query query;
+	struct coll_group group;
 };
 
 /*
@@ -250,6 +251,8 @@ static const struct coll_ioctl_op coll_ioctl_ops[] = {
 	COLL_IOCTL_OP(COLL_TEST, coll_ioctl_test, struct coll_wait,
 		      timeout_ms),
 	COLL_IOCTL_OP(COLL_COMM_QUERY, coll_comm_query, struct coll_comm_query,
+		      __reserved),
+	COLL_IOCTL_OP(COLL_GROUP, coll_group_submit, struct coll_group,
 		      __reserved),
 };
 

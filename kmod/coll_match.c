@@ -36,8 +36,8 @@ bool coll_prim_rooted(u32 prim)
 	       prim == COLL_SCATTER || prim == COLL_GATHER;
 }
 
-/* Checks that need no communicator. */
-static int coll_op_check(const struct coll_op *arg)
+/* Checks that need no communicator (also for each op of a group). */
+int coll_op_check(const struct coll_op *arg)
 {
 	if (arg->flags & ~COLL_OP_F_ALL)
 		return -EOPNOTSUPP;
@@ -82,6 +82,47 @@ static bool coll_match_peek(struct coll_member *m)
 	return found;
 }
 
+/*
+ * Locks: comm->lock, the communicator alive.  Put @sub into the task of
+ * @m's next collective, creating it from *@cand (then set to NULL) if it is
+ * not there yet.  Return: the task, or NULL if it had to be created and
+ * *@cand was NULL.
+ */
+static struct coll_task *coll_match_publish_locked(struct coll_member *m,
+						   struct coll_sub *sub,
+						   struct coll_task **cand,
+						   bool *start)
+{
+	struct coll_comm *comm = m->comm;
+	struct coll_task *task;
+
+	lockdep_assert_held(&comm->lock);
+	task = coll_task_find(comm, m->next_seq);
+	if (!task) {
+		if (!*cand)
+			return NULL;
+		task = *cand;
+		*cand = NULL;
+		task->seq = m->next_seq;
+		kref_get(&comm->kref);
+		task->comm = comm;
+		list_add_tail(&task->node, &comm->tasks);
+		atomic64_inc(&coll_stats.ops);
+		if (task->xt)
+			coll_xhost_adopt_early(task);
+	}
+	m->next_seq++;
+	sub->task = task;
+	task->sub[m->rank] = sub;
+	if (!sub->req)
+		coll_task_get(task);	/* the blocking caller's */
+	*start = ++task->narrived == task->nlocal;
+	if (*start)
+		coll_task_get(task);	/* the starter's */
+	trace_coll_op_submit(task, m->rank, &sub->desc, !!sub->req);
+	return task;
+}
+
 /**
  * coll_match_publish() - put a rank's part into its task
  * @m: the membership (a reference held)
@@ -106,44 +147,69 @@ static struct coll_task *coll_match_publish(struct coll_member *m,
 					    bool *start)
 {
 	struct coll_comm *comm = m->comm;
-	struct coll_task *task;
+	struct coll_task *task = ERR_PTR(-ECONNRESET);
+
+	spin_lock(&comm->lock);
+	if (comm->dead)
+		goto out_unlock;
+	task = ERR_PTR(-ENOSPC);
+	if (*cand && (*cand)->xt && !coll_task_find(comm, m->next_seq) &&
+	    coll_xhost_too_far(comm, m->next_seq))
+		goto out_unlock;
+	task = coll_match_publish_locked(m, sub, cand, start);
+	if (!task)
+		task = ERR_PTR(-EAGAIN);
+out_unlock:
+	spin_unlock(&comm->lock);
+	return task;
+}
+
+/**
+ * coll_match_publish_group() - put the parts of a group into their tasks
+ * @m: the membership (a reference held)
+ * @subs: the parts, ready as for coll_match_publish()
+ * @cands: a task allocated for each part; those used are set to NULL
+ * @n: parts, > 0
+ * @tasks: filled with the task of each part, each with the blocking
+ *         caller's reference (and the starter's where @starts says)
+ * @starts: filled: this rank was the last to arrive at that task
+ *
+ * All or nothing, in one hold of comm->lock: the group takes @n
+ * consecutive sequence numbers, and no other submission of the membership
+ * comes between them.
+ *
+ * Locks: takes comm->lock.
+ *
+ * Return: 0, -ECONNRESET for a dead communicator, or -ENOSPC if a task
+ * would be created too far ahead of the peer hosts (coll_xhost_too_far()).
+ */
+int coll_match_publish_group(struct coll_member *m, struct coll_sub **subs,
+			     struct coll_task **cands, u32 n,
+			     struct coll_task **tasks, bool *starts)
+{
+	struct coll_comm *comm = m->comm;
+	int ret = 0;
+	u32 i;
 
 	spin_lock(&comm->lock);
 	if (comm->dead) {
-		spin_unlock(&comm->lock);
-		return ERR_PTR(-ECONNRESET);
+		ret = -ECONNRESET;
+		goto out_unlock;
 	}
-	task = coll_task_find(comm, m->next_seq);
-	if (!task) {
-		if (!*cand) {
-			spin_unlock(&comm->lock);
-			return ERR_PTR(-EAGAIN);
-		}
-		if ((*cand)->xt && coll_xhost_too_far(comm, m->next_seq)) {
-			spin_unlock(&comm->lock);
-			return ERR_PTR(-ENOSPC);
-		}
-		task = *cand;
-		*cand = NULL;
-		task->seq = m->next_seq;
-		kref_get(&comm->kref);
-		task->comm = comm;
-		list_add_tail(&task->node, &comm->tasks);
-		atomic64_inc(&coll_stats.ops);
-		if (task->xt)
-			coll_xhost_adopt_early(task);
+	if (cands[0]->xt && coll_xhost_too_far(comm, m->next_seq + n - 1)) {
+		ret = -ENOSPC;
+		goto out_unlock;
 	}
-	m->next_seq++;
-	sub->task = task;
-	task->sub[m->rank] = sub;
-	if (!sub->req)
-		coll_task_get(task);	/* the blocking caller's */
-	*start = ++task->narrived == task->nlocal;
-	if (*start)
-		coll_task_get(task);	/* the starter's */
-	trace_coll_op_submit(task, m->rank, &sub->desc, !!sub->req);
+	for (i = 0; i < n; i++) {
+		tasks[i] = coll_match_publish_locked(m, subs[i], &cands[i],
+						     &starts[i]);
+		/* a candidate for every part: never NULL */
+		if (WARN_ON_ONCE(!tasks[i]))
+			break;
+	}
+out_unlock:
 	spin_unlock(&comm->lock);
-	return task;
+	return ret;
 }
 
 /* Undo the reservation of a request handle. */

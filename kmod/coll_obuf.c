@@ -23,6 +23,7 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/uaccess.h>
 
 #include "coll_loc.h"
 
@@ -199,6 +200,91 @@ err_drop_mm:
 }
 
 /**
+ * coll_obuf_alloc_kernel() - an obuf of kernel pages
+ * @len: bytes, > 0
+ * @out: the new obuf, its contents undefined (charged to the caller's
+ *       memory cgroup, not to RLIMIT_MEMLOCK)
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int coll_obuf_alloc_kernel(u64 len, struct coll_obuf **out)
+{
+	struct coll_obuf *ob;
+	unsigned long i, l;
+
+	ob = coll_kvzalloc(sizeof(*ob));
+	if (!ob)
+		return -ENOMEM;
+	ob->kernel = true;
+	ob->writable = true;
+	ob->len = len;
+	ob->npages = DIV_ROUND_UP(len, PAGE_SIZE);
+	ob->nleaves = DIV_ROUND_UP(ob->npages, COLL_OBUF_LEAF);
+	ob->leaves = coll_kvzalloc(ob->nleaves * sizeof(*ob->leaves));
+	if (!ob->leaves)
+		goto err_free_ob;
+	for (l = 0; l < ob->nleaves; l++) {
+		ob->leaves[l] = coll_kvzalloc(coll_obuf_leaf_bytes(ob, l));
+		if (!ob->leaves[l])
+			goto err_free_leaves;
+	}
+	for (i = 0; i < ob->npages; i++) {
+		struct page *pg = alloc_page(GFP_KERNEL_ACCOUNT |
+					     __GFP_NOWARN);
+
+		if (!pg) {
+			coll_obuf_unpin(ob, i, NULL);
+			goto err_free_ob;
+		}
+		ob->leaves[i / COLL_OBUF_LEAF][i % COLL_OBUF_LEAF] = pg;
+	}
+	*out = ob;
+	return 0;
+
+err_free_leaves:
+	coll_obuf_unpin(ob, 0, NULL);
+err_free_ob:
+	coll_kvfree(ob, sizeof(*ob));
+	return -ENOMEM;
+}
+
+/**
+ * coll_obuf_copy_user() - copy between an obuf and user memory
+ * @ob: the obuf
+ * @pos: byte position in @ob
+ * @uaddr: user address, in the current process
+ * @len: bytes
+ * @to_user: from @ob to @uaddr (else from @uaddr into @ob)
+ *
+ * May sleep (page faults).  Return: 0 or -EFAULT.
+ */
+int coll_obuf_copy_user(const struct coll_obuf *ob, u64 pos, u64 uaddr,
+			u64 len, bool to_user)
+{
+	void __user *u = u64_to_user_ptr(uaddr);
+	u64 done = 0;
+
+	while (done < len) {
+		u64 at = ob->first_off + pos + done;
+		unsigned int o = offset_in_page(at);
+		size_t n = min_t(u64, len - done, PAGE_SIZE - o);
+		u8 *k = kmap_local_page(coll_obuf_page(ob, at >> PAGE_SHIFT));
+		unsigned long left;
+
+		if (to_user)
+			left = copy_to_user(u + done, k + o, n);
+		else
+			left = copy_from_user(k + o, u + done, n);
+		kunmap_local(k);
+		if (left)
+			return -EFAULT;
+		done += n;
+		cond_resched();
+	}
+	return 0;
+}
+
+/**
  * coll_obuf_snapshot() - a copy of bytes of an obuf, in kernel pages
  * @src: the obuf
  * @pos: byte position in @src
@@ -212,35 +298,13 @@ int coll_obuf_snapshot(const struct coll_obuf *src, u64 pos, u64 len,
 		       struct coll_obuf **out)
 {
 	struct coll_obuf *ob;
-	unsigned long i, l;
 	u64 done = 0;
+	int ret;
 
-	ob = coll_kvzalloc(sizeof(*ob));
-	if (!ob)
-		return -ENOMEM;
-	ob->kernel = true;
-	ob->len = len;
-	ob->npages = DIV_ROUND_UP(len, PAGE_SIZE);
-	ob->nleaves = DIV_ROUND_UP(ob->npages, COLL_OBUF_LEAF);
-	ob->leaves = coll_kvzalloc(ob->nleaves * sizeof(*ob->leaves));
-	if (!ob->leaves)
-		goto err_free;
-	for (l = 0; l < ob->nleaves; l++) {
-		ob->leaves[l] = coll_kvzalloc(coll_obuf_leaf_bytes(ob, l));
-		if (!ob->leaves[l])
-			goto err_free;
-	}
-	for (i = 0; i < ob->npages; i++) {
-		struct page *pg = alloc_page(GFP_KERNEL_ACCOUNT |
-					     __GFP_NOWARN);
-
-		if (!pg) {
-			coll_obuf_unpin(ob, i, NULL);
-			coll_kvfree(ob, sizeof(*ob));
-			return -ENOMEM;
-		}
-		ob->leaves[i / COLL_OBUF_LEAF][i % COLL_OBUF_LEAF] = pg;
-	}
+	ret = coll_obuf_alloc_kernel(len, &ob);
+	if (ret)
+		return ret;
+	ob->writable = false;
 	while (done < len) {
 		u64 at = src->first_off + pos + done;
 		unsigned int so = offset_in_page(at);
@@ -258,11 +322,6 @@ int coll_obuf_snapshot(const struct coll_obuf *src, u64 pos, u64 len,
 	}
 	*out = ob;
 	return 0;
-
-err_free:
-	coll_obuf_unpin(ob, 0, NULL);
-	coll_kvfree(ob, sizeof(*ob));
-	return -ENOMEM;
 }
 
 /**

@@ -613,6 +613,7 @@ static bool coll_desc_equal(const struct coll_desc *a,
 	return a->prim == b->prim && a->dtype == b->dtype &&
 	       a->redop == b->redop && a->root == b->root &&
 	       a->algo == b->algo && a->count == b->count &&
+	       a->group == b->group &&
 	       (a->prim != COLL_ALLTOALL || a->inplace == b->inplace);
 }
 

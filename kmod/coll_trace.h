@@ -76,6 +76,25 @@ TRACE_EVENT(coll_op_submit,
 		      __entry->redop, __entry->count,
 		      __entry->nonblock ? " nonblock" : ""));
 
+/* A group (COLL_GROUP): its ops, and the collectives they became. */
+TRACE_EVENT(coll_group,
+	    TP_PROTO(const struct coll_task *first, u32 rank, u32 nops,
+		     u32 nparts),
+	    TP_ARGS(first, rank, nops, nparts),
+	    TP_STRUCT__entry(__field(u32, comm)
+			     __field(u64, seq)
+			     __field(u32, rank)
+			     __field(u32, nops)
+			     __field(u32, nparts)),
+	    TP_fast_assign(__entry->comm = first->comm->serial;
+			   __entry->seq = first->seq;
+			   __entry->rank = rank;
+			   __entry->nops = nops;
+			   __entry->nparts = nparts;),
+	    TP_printk("comm=%u seq=%llu rank=%u ops=%u collectives=%u",
+		      __entry->comm, __entry->seq, __entry->rank,
+		      __entry->nops, __entry->nparts));
+
 DECLARE_EVENT_CLASS(coll_op_class,
 		    TP_PROTO(const struct coll_task *task, int err),
 		    TP_ARGS(task, err),

@@ -108,7 +108,7 @@ struct coll_wire_desc {
 	__le64 count;
 	__le64 chunk;		/* the plan's ring chunk (module parameters) */
 	__le32 nexports;	/* struct coll_wire_export that follow */
-	__le32 __reserved;
+	__le32 group;		/* the group's fingerprint (COLL_GROUP), or 0 */
 } __packed;
 
 struct coll_wire_export {	/* a grant: the peer may read these bytes */

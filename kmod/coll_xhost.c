@@ -306,6 +306,7 @@ static void coll_xhost_desc(struct coll_task *task, struct coll_wire_desc *d)
 			       task->desc.inplace ? 1 : 0);
 	d->count = cpu_to_le64(task->desc.count);
 	d->chunk = cpu_to_le64(task->plan->key.chunk);
+	d->group = cpu_to_le32(task->desc.group);
 }
 
 static struct coll_link *coll_xhost_link(struct coll_comm *comm, u32 host)
@@ -519,7 +520,8 @@ static bool coll_xdesc_equal(const struct coll_wire_desc *a,
 	return a->prim == b->prim && a->dtype == b->dtype &&
 	       a->redop == b->redop && a->root == b->root &&
 	       a->algo == b->algo && a->flags == b->flags &&
-	       a->count == b->count && a->chunk == b->chunk;
+	       a->count == b->count && a->chunk == b->chunk &&
+	       a->group == b->group;
 }
 
 /* Open every round that can be opened; end the task at nrounds. */
@@ -584,7 +586,6 @@ static int coll_xhost_file(struct coll_task *task, u32 host,
 			return -EPROTO;
 		memcpy(&pr->desc, m->data, sizeof(pr->desc));
 		if (le32_to_cpu(pr->desc.nexports) > COLL_XEXPORT_MAX ||
-		    pr->desc.__reserved ||
 		    m->len < sizeof(pr->desc) +
 			     le32_to_cpu(pr->desc.nexports) *
 			     sizeof(struct coll_wire_export))

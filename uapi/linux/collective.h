@@ -18,7 +18,7 @@
  * ';' belongs to vfio (0x64-0x7F) and iommufd (0x80-0x8F).
  */
 #define COLL_TYPE 0xC5
-#define COLL_ABI_VERSION 4
+#define COLL_ABI_VERSION 5
 
 /* Collectives in flight at once on a host, per communicator spanning hosts */
 #define COLL_XHOST_AHEAD 64
@@ -112,6 +112,7 @@ enum {
 	COLL_CMD_WAIT,
 	COLL_CMD_TEST,
 	COLL_CMD_COMM_QUERY,
+	COLL_CMD_GROUP,
 };
 
 /**
@@ -528,5 +529,71 @@ struct coll_comm_query {
 };
 
 #define COLL_COMM_QUERY _IO(COLL_TYPE, COLL_CMD_COMM_QUERY)
+
+/* Groups: collectives per call, and what is fused (struct coll_group) */
+#define COLL_GROUP_MAX_OPS	1024
+#define COLL_GROUP_FUSE_BYTES	65536U
+#define COLL_GROUP_BUCKET_BYTES	0x100000U
+
+/* struct coll_group flags */
+#define COLL_GROUP_F_NOFUSE	_BITUL(0)	/* one collective per op */
+#define COLL_GROUP_F_ALL	(COLL_GROUP_F_NOFUSE)
+
+/**
+ * struct coll_group - COLL_GROUP: several collectives of one communicator
+ *                     in one call, matched as one
+ * @size: sizeof(struct coll_group)
+ * @flags: %COLL_GROUP_F_*
+ * @comm: communicator handle
+ * @nops: entries at @ops_uptr, 0 .. %COLL_GROUP_MAX_OPS (0 does nothing)
+ * @ops_uptr: struct coll_op[@nops], each of @op_size bytes, each with its
+ *            @size equal to @op_size, its @comm equal to @comm and its
+ *            @flags 0 (a group is blocking as a whole), checked as
+ *            COLL_SUBMIT checks one
+ * @op_size: sizeof(struct coll_op) as the caller knows it
+ * @__reserved: must be 0
+ *
+ * Runs the ops as one unit and returns when all of them are complete on
+ * this rank, with 0 or the first error among them.  Every rank passes the
+ * same ops in the same order (the same fields as for COLL_SUBMIT, buffers
+ * aside) and the same @flags; if any op of the group differs between ranks,
+ * every collective of the group fails with EPROTO on every rank and no
+ * buffer is written.  The order in which the ops run within the group is
+ * not defined (NCCL's rule): no op may read what another op of the group
+ * writes.
+ *
+ * Unless %COLL_GROUP_F_NOFUSE, the AllReduces of at most
+ * %COLL_GROUP_FUSE_BYTES (count > 0) with the same dtype, redop and algo
+ * are fused: copied at the call into a kernel buffer per rank of up to
+ * %COLL_GROUP_BUCKET_BYTES, reduced there in one collective, and copied to
+ * their receive buffers once it is done.  Their buffers are not pinned;
+ * their receive buffers are faulted in for writing at the call (EFAULT
+ * then, with nothing done).  The other ops are pinned and run one
+ * collective each, as by COLL_SUBMIT.  The fusion rule is part of the ABI,
+ * so that every host of a communicator makes the same collectives of a
+ * group.
+ *
+ * Errors: those of COLL_SUBMIT, for the group as a whole: an op that does
+ * not validate fails the call with nothing done (EINVAL also for an op
+ * with @flags, another @comm or a @size other than @op_size; EINVAL for
+ * @nops above %COLL_GROUP_MAX_OPS).  In a communicator that spans hosts,
+ * ENOSPC also when the group would put more than %COLL_XHOST_AHEAD
+ * collectives in flight on this host (after fusion), which it never can if
+ * it alone makes more.  Once every collective was accepted, a failure of
+ * one (a peer died) leaves the ops that completed before it written; a
+ * fused receive buffer unmapped meanwhile gives EFAULT with the others
+ * written.
+ */
+struct coll_group {
+	__u32 size;
+	__u32 flags;
+	__u32 comm;
+	__u32 nops;
+	__aligned_u64 ops_uptr;
+	__u32 op_size;
+	__u32 __reserved;
+};
+
+#define COLL_GROUP _IO(COLL_TYPE, COLL_CMD_GROUP)
 
 #endif /* _UAPI_LINUX_COLLECTIVE_H */
