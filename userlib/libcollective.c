@@ -35,6 +35,9 @@ struct coll_comm {
 	int rank;
 	int nranks;
 	int algo;		/* enum coll_algo for later submits */
+	int group_depth;	/* coll_group_start() calls not yet ended */
+	struct coll_op *group;	/* the ops recorded meanwhile */
+	unsigned int ngroup, group_cap;
 };
 
 static const char *device_path(void)
@@ -268,6 +271,7 @@ int coll_comm_destroy(coll_comm_t *c)
 	cd.comm = c->handle;
 	ret = do_ioctl(c->fd, COLL_COMM_DESTROY, &cd, 1);
 	close_keep_errno(c->fd);
+	free(c->group);
 	free(c);
 	return ret;
 }
@@ -304,6 +308,57 @@ int coll_comm_set_algo(coll_comm_t *c, int algo)
 	return 0;
 }
 
+/* In a group: keep the op for coll_group_end(). */
+static int group_record(coll_comm_t *c, const struct coll_op *op)
+{
+	if (op->flags)
+		return -EINVAL;
+	if (c->ngroup == COLL_GROUP_MAX_OPS)
+		return -ENOSPC;
+	if (c->ngroup == c->group_cap) {
+		unsigned int cap = c->group_cap ? 2 * c->group_cap : 16;
+		struct coll_op *g = realloc(c->group, cap * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		c->group = g;
+		c->group_cap = cap;
+	}
+	c->group[c->ngroup++] = *op;
+	return 0;
+}
+
+int coll_group_start(coll_comm_t *c)
+{
+	if (!c)
+		return -EINVAL;
+	c->group_depth++;
+	return 0;
+}
+
+int coll_group_end(coll_comm_t *c, unsigned int flags)
+{
+	struct coll_group g;
+	int ret;
+
+	if (!c || !c->group_depth)
+		return -EINVAL;
+	if (--c->group_depth)
+		return 0;
+	memset(&g, 0, sizeof(g));
+	g.size = sizeof(g);
+	g.flags = flags;
+	g.comm = c->handle;
+	g.nops = c->ngroup;
+	g.ops_uptr = (uintptr_t)c->group;
+	g.op_size = sizeof(struct coll_op);
+	c->ngroup = 0;
+	if (!g.nops)
+		return 0;
+	ret = do_ioctl(c->fd, COLL_GROUP, &g, 0);
+	return ret;
+}
+
 /*
  * The generic submit passes prim, dtype, redop and root to the module as
  * given; the typed wrappers below pass 0 for the fields a primitive does not
@@ -334,6 +389,8 @@ int coll_submit(coll_comm_t *c, int prim, const void *sendbuf, void *recvbuf,
 	op.sendbuf = (uintptr_t)sendbuf;
 	op.recvbuf = (uintptr_t)recvbuf;
 	op.count = count;
+	if (c->group_depth)
+		return group_record(c, &op);
 	ret = do_ioctl(c->fd, COLL_SUBMIT, &op, 0);
 	if (ret)
 		return ret;

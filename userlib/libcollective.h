@@ -153,6 +153,19 @@ int coll_submit(coll_comm_t *c, int prim, const void *sendbuf, void *recvbuf,
 		size_t count, int dtype, int redop, int root,
 		unsigned int flags, coll_req_t *req);
 
+/*
+ * Groups (COLL_GROUP, as NCCL's ncclGroupStart/End): after
+ * coll_group_start(), the blocking primitives on the communicator are
+ * recorded, not run: each returns 0 at once, and its buffers must stay valid
+ * until the group ends.  coll_group_end() runs them as one group (small
+ * AllReduces fused unless flags has COLL_GROUP_F_NOFUSE) and returns 0 or
+ * the first error; nested start/end pairs run at the outermost end.  Inside
+ * a group, a non-blocking primitive is -EINVAL and an op beyond
+ * COLL_GROUP_MAX_OPS is -ENOSPC, neither of them recorded.
+ */
+int coll_group_start(coll_comm_t *c);
+int coll_group_end(coll_comm_t *c, unsigned int flags);
+
 /* 0 or the request's error; timeout_ms 0 waits forever (-ETIMEDOUT). */
 int coll_wait(coll_req_t *req, unsigned int timeout_ms);
 /* -EAGAIN while pending; otherwise as coll_wait. */
