@@ -240,7 +240,7 @@ ABI_TEST(abi, ioctl_unknown)
 	unsigned char junk[256] = { 0 };
 
 	*(__u32 *)junk = sizeof(junk);
-	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, COLL_CMD_COMM_QUERY + 1), junk));
+	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, COLL_CMD_GROUP + 1), junk));
 	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, 0x80), junk));
 	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, 0xff), junk));
 	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE + 1, COLL_CMD_INFO), junk));

@@ -21,6 +21,7 @@
 #   COLL_TIMEOUT       seconds per program (default per program below)
 #   COLL_KMSG_LINES    kernel log lines to echo at the end (default 200)
 #   COLL_SEED          passed through to coll_correct (repeats its inputs)
+#   COLL_CORRECT_ONLY  passed through: coll_correct runs only that test
 #   COLL_DEVICE        device node (default /dev/collective), also read by
 #                      the test programs
 

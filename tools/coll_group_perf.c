@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: MIT
+/*
+ * coll_group_perf: many small AllReduces, as separate calls against one
+ * group (coll_group_start/end, COLL_GROUP), fused and not.  One process per
+ * rank, started by collrun:
+ *
+ *   collrun -n 2 coll_group_perf -k 100 -c 4096 -d int32 -i 20 -r 5
+ *
+ *   -k OPS     AllReduces per batch (default 100)
+ *   -c BYTES   bytes per AllReduce (default 4096)
+ *   -d DTYPE   int32 or float (default int32)
+ *   -i ITERS   batches per timed round (default 20)
+ *   -r ROUNDS  rounds of the three forms, interleaved (default 5); the
+ *              median round is printed
+ *
+ * Each op has its own buffers (as a framework's gradient buckets do); the
+ * inputs are small integers, so every result is exact, and each form's
+ * last batch is checked element by element against the sum computed here.
+ * Rank 0 prints one line per form, in µs per batch and per op, and the
+ * ratios of the groups to separate calls.  Exit status: 0, 1 on a failed
+ * call or a wrong element, 2 on bad usage.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libcollective.h"
+
+enum { F_CALLS, F_NOFUSE, F_FUSED, F_NUM };
+static const char *const form_name[F_NUM] = {
+	"separate calls", "group, not fused", "group, fused",
+};
+
+static coll_comm_t *comm;
+static int rank, nranks;
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "coll_group_perf: rank %d: %s: %s\n", rank, what,
+		coll_strerror(err));
+	coll_comm_destroy(comm);
+	exit(1);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One batch of @k AllReduces in form @f. */
+static void batch(int f, int k, size_t count, int dtype, char **send,
+		  char **recv)
+{
+	int i, r;
+
+	if (f != F_CALLS) {
+		r = coll_group_start(comm);
+		if (r)
+			die("coll_group_start", r);
+	}
+	for (i = 0; i < k; i++) {
+		r = coll_allreduce(comm, send[i], recv[i], count, dtype,
+				   COLL_SUM);
+		if (r)
+			die("coll_allreduce", r);
+	}
+	if (f != F_CALLS) {
+		r = coll_group_end(comm, f == F_NOFUSE ? COLL_GROUP_F_NOFUSE :
+				   0);
+		if (r)
+			die("coll_group_end", r);
+	}
+}
+
+static double input(int q, int op, size_t j)
+{
+	return (double)((q + 1) * 3 + op % 7 + (int)(j % 11)) - 8;
+}
+
+static void fill(int k, size_t count, int dtype, char **send, char **recv,
+		 size_t bytes)
+{
+	size_t j;
+	int i;
+
+	for (i = 0; i < k; i++) {
+		for (j = 0; j < count; j++) {
+			if (dtype == COLL_INT32)
+				((int32_t *)send[i])[j] = (int32_t)input(rank, i, j);
+			else
+				((float *)send[i])[j] = (float)input(rank, i, j);
+		}
+		memset(recv[i], 0xa5, bytes);
+	}
+}
+
+/* Every element of the last batch; returns the number wrong. */
+static long check(int k, size_t count, int dtype, char **recv)
+{
+	long bad = 0;
+	size_t j;
+	int i, q;
+
+	for (i = 0; i < k; i++) {
+		for (j = 0; j < count; j++) {
+			double want = 0, got;
+
+			for (q = 0; q < nranks; q++)
+				want += input(q, i, j);
+			got = dtype == COLL_INT32 ? ((int32_t *)recv[i])[j] :
+						    ((float *)recv[i])[j];
+			if (got != want && bad++ < 4)
+				fprintf(stderr, "coll_group_perf: rank %d op %d element %zu: %g, want %g\n",
+					rank, i, j, got, want);
+		}
+	}
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	int k = 100, iters = 20, rounds = 5, dtype = COLL_INT32, opt, f, i, r;
+	size_t bytes = 4096, count;
+	double *t[F_NUM], med[F_NUM];
+	char **send, **recv;
+	long bad = 0;
+
+	while ((opt = getopt(argc, argv, "k:c:d:i:r:h")) != -1) {
+		switch (opt) {
+		case 'k': k = atoi(optarg); break;
+		case 'c': bytes = strtoull(optarg, NULL, 0); break;
+		case 'd': dtype = coll_dtype_from_name(optarg); break;
+		case 'i': iters = atoi(optarg); break;
+		case 'r': rounds = atoi(optarg); break;
+		default:
+			fprintf(stderr, "usage: coll_group_perf [-k ops] [-c bytes] [-d int32|float] [-i iters] [-r rounds]\n");
+			return 2;
+		}
+	}
+	if (k < 1 || k > COLL_GROUP_MAX_OPS || iters < 1 || rounds < 1 ||
+	    (dtype != COLL_INT32 && dtype != COLL_FP32) || bytes < 4) {
+		fprintf(stderr, "coll_group_perf: bad arguments\n");
+		return 2;
+	}
+	count = bytes / 4;
+	bytes = count * 4;
+
+	r = coll_comm_init_env(&comm);
+	if (r) {
+		fprintf(stderr, "coll_group_perf: coll_comm_init_env: %s\n",
+			coll_strerror(r));
+		return 1;
+	}
+	rank = coll_comm_rank(comm);
+	nranks = coll_comm_size(comm);
+	send = calloc(k, sizeof(*send));
+	recv = calloc(k, sizeof(*recv));
+	for (f = 0; f < F_NUM; f++)
+		t[f] = calloc(rounds, sizeof(double));
+	if (!send || !recv || !t[0] || !t[1] || !t[2])
+		die("calloc", -ENOMEM);
+	for (i = 0; i < k; i++) {
+		send[i] = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+		recv[i] = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+		if (!send[i] || !recv[i])
+			die("aligned_alloc", -ENOMEM);
+	}
+	fill(k, count, dtype, send, recv, bytes);
+
+	/* warm-up: every form once (registration cache, plans) */
+	for (f = 0; f < F_NUM; f++)
+		batch(f, k, count, dtype, send, recv);
+	for (r = 0; r < rounds; r++) {
+		for (f = 0; f < F_NUM; f++) {
+			double t0;
+
+			if (r == rounds - 1)	/* poisoned, then checked */
+				fill(k, count, dtype, send, recv, bytes);
+			coll_barrier(comm);
+			t0 = now_us();
+			for (i = 0; i < iters; i++)
+				batch(f, k, count, dtype, send, recv);
+			t[f][r] = (now_us() - t0) / iters;
+			if (r == rounds - 1)
+				bad += check(k, count, dtype, recv);
+		}
+	}
+	for (f = 0; f < F_NUM; f++) {
+		qsort(t[f], rounds, sizeof(double), cmp_double);
+		med[f] = t[f][rounds / 2];
+	}
+	if (rank == 0) {
+		printf("# coll_group_perf: %d ranks, %d AllReduces of %zu B (%s) per batch, %d batches per round, median of %d rounds\n",
+		       nranks, k, bytes, coll_dtype_name(dtype), iters, rounds);
+		printf("# %-18s %12s %10s %8s\n", "form", "us/batch",
+		       "us/op", "speedup");
+		for (f = 0; f < F_NUM; f++)
+			printf("  %-18s %12.1f %10.2f %7.2fx\n", form_name[f],
+			       med[f], med[f] / k, med[F_CALLS] / med[f]);
+	}
+	coll_comm_destroy(comm);
+	if (bad)
+		fprintf(stderr, "coll_group_perf: rank %d: %ld wrong elements\n",
+			rank, bad);
+	return bad ? 1 : 0;
+}
