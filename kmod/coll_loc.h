@@ -491,6 +491,7 @@ void coll_run_start(struct coll_task *task);
 int coll_run_participate(struct coll_task *task, bool killable);
 void coll_run_abort(struct coll_task *task, int err);
 void coll_run_fail(struct coll_task *task, int err);
+void coll_run_heard(struct coll_task *task);
 void coll_run_open(struct coll_task *task, u32 round);
 void coll_run_work(struct work_struct *work);
 
@@ -644,6 +645,7 @@ bool coll_xhost_too_far(struct coll_comm *comm, u64 seq);
 void coll_xhost_start(struct coll_task *task);
 void coll_xhost_finished(struct coll_task *task, u32 round);
 void coll_xhost_failed(struct coll_task *task, int err);
+bool coll_xhost_heard_all(struct coll_task *task);
 int coll_xhost_on_ready(struct coll_link *l, struct coll_msg *m);
 int coll_xhost_on_abort(struct coll_link *l, struct coll_msg *m);
 bool coll_xhost_local(const struct coll_task *task, u32 rank);

@@ -109,7 +109,8 @@ static void coll_run_end(struct coll_task *task, bool aborted)
 
 	spin_lock(&task->lock);
 	if (task->state == COLL_TASK_RUNNING && !!task->status == aborted &&
-	    (!aborted || !atomic_read(&task->nactive))) {
+	    (!aborted || (!atomic_read(&task->nactive) &&
+			  coll_xhost_heard_all(task)))) {
 		coll_task_set_state(task, COLL_TASK_DONE);
 		fin = true;
 	}
@@ -137,7 +138,8 @@ static void coll_run_stop(struct coll_task *task, int err, bool now)
 		smp_mb();
 		if ((task->state == COLL_TASK_ARRIVING && now) ||
 		    (task->state == COLL_TASK_RUNNING &&
-		     !atomic_read(&task->nactive))) {
+		     !atomic_read(&task->nactive) &&
+		     coll_xhost_heard_all(task))) {
 			coll_task_set_state(task, COLL_TASK_DONE);
 			fin = true;
 		}
@@ -147,6 +149,19 @@ static void coll_run_stop(struct coll_task *task, int err, bool now)
 		coll_run_finish(task);
 	else
 		wake_up_all(&task->wq);
+}
+
+/**
+ * coll_run_heard() - a peer host had its say on a collective
+ * @task: the collective, across hosts; the caller holds a reference
+ *
+ * If it failed and waits only for the peers to be heard from
+ * (coll_xhost_heard_all()), it ends now.
+ */
+void coll_run_heard(struct coll_task *task)
+{
+	if (READ_ONCE(task->status))
+		coll_run_end(task, true);
 }
 
 /**
@@ -715,23 +730,34 @@ static int coll_run_prepare(struct coll_task *task)
 void coll_run_start(struct coll_task *task)
 {
 	int err = READ_ONCE(task->status);	/* a peer host aborted it */
-	bool fin = false, tell = false;
+	bool fin = false, tell = false, idle = false;
 	u32 r;
 
 	task->t_start = ktime_get_ns();
-	if (!err) {
+	if (!err)
 		err = coll_run_prepare(task);
-		tell = err && task->xt;
-	}
+	/*
+	 * The peers wait to hear from us (coll_xhost_heard_all()), also
+	 * when a peer's ABORT came before our ranks did: ABORT, once.
+	 */
+	tell = err && task->xt;
 	trace_coll_op_start(task, err);
 	if (tell)
-		coll_xhost_failed(task, err);	/* the peers wait for us */
+		coll_xhost_failed(task, err);
 	spin_lock(&task->lock);
 	if (task->state == COLL_TASK_DONE) {	/* aborted meanwhile */
 		spin_unlock(&task->lock);
 		return;
 	}
-	if (err || (!task->xt && !task->sched->nrounds)) {
+	if (err && !coll_xhost_heard_all(task)) {
+		/*
+		 * Failed, but it ends once every peer host is heard from
+		 * (coll_run_heard()): its ranks wait for DONE, nothing runs.
+		 */
+		coll_task_set_status(task, err);
+		coll_task_set_state(task, COLL_TASK_RUNNING);
+		idle = true;
+	} else if (err || (!task->xt && !task->sched->nrounds)) {
 		coll_task_set_status(task, err);
 		coll_task_set_state(task, COLL_TASK_DONE);
 		fin = true;
@@ -742,6 +768,10 @@ void coll_run_start(struct coll_task *task)
 
 	if (fin) {
 		coll_run_finish(task);
+		return;
+	}
+	if (idle) {
+		wake_up_all(&task->wq);
 		return;
 	}
 	if (task->solo) {

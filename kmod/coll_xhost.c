@@ -89,6 +89,7 @@ struct coll_xtask {
 	u32 queued;		/* READY rounds queued to every peer */
 	u32 opened;		/* rounds opened */
 	bool started;		/* the plan exists */
+	bool abort_sent;	/* task->lock: our ABORT went out */
 	struct coll_wire_desc desc;	/* ours */
 	bool granting;		/* our buffers may be read, not only sent */
 	struct coll_xpeer peer[];
@@ -810,6 +811,8 @@ static int coll_xhost_ready(struct coll_task *task, u32 host,
 		err = coll_xhost_check_slot(task, host, round);
 	if (!err)
 		coll_xhost_try_open(task);
+	if (!err && !round)
+		coll_run_heard(task);	/* it may have failed here */
 	return err;
 }
 
@@ -819,8 +822,11 @@ static int coll_xhost_abort(struct coll_task *task, u32 host,
 	int err = -(int)le64_to_cpu(m->hdr.arg);
 
 	coll_msg_free(m);
+	spin_lock(&task->lock);
 	task->xt->peer[host].abort_err = err;
+	spin_unlock(&task->lock);
 	coll_xhost_failed(task, err);
+	coll_run_heard(task);
 	return 0;
 }
 
@@ -839,6 +845,16 @@ static int coll_xhost_route(struct coll_link *l, struct coll_msg *m,
 
 	spin_lock(&comm->lock);
 	task = coll_xhost_task(comm, le64_to_cpu(m->hdr.seq));
+	if (!task && le64_to_cpu(m->hdr.seq) < comm->next_task_seq) {
+		/*
+		 * A collective that ended here: one that failed (the peer's
+		 * READY or ABORT crossed ours), as no frame follows the end
+		 * of one that succeeded.  Nothing left to do with it.
+		 */
+		spin_unlock(&comm->lock);
+		coll_msg_free(m);
+		return 0;
+	}
 	if (!task) {
 		err = coll_xhost_stash(comm, l->host, m);
 		spin_unlock(&comm->lock);
@@ -904,6 +920,7 @@ void coll_xhost_adopt_early(struct coll_task *task)
 				continue;
 			list_del_init(&m->node);
 			if (m->hdr.type == COLL_MSG_ABORT) {
+				/* not yet visible: no lock needed */
 				task->xt->peer[h].abort_err =
 					-(int)le64_to_cpu(m->hdr.arg);
 				WRITE_ONCE(task->status,
@@ -1088,8 +1105,45 @@ void coll_xhost_finished(struct coll_task *task, u32 round)
  */
 void coll_xhost_failed(struct coll_task *task, int err)
 {
-	coll_xhost_send_abort(task, err);
+	bool send;
+
+	/* once: a peer's ABORT echoed back would bounce between hosts */
+	spin_lock(&task->lock);
+	send = !task->xt->abort_sent;
+	task->xt->abort_sent = true;
+	spin_unlock(&task->lock);
+	if (send)
+		coll_xhost_send_abort(task, err);
 	coll_run_fail(task, err);
+}
+
+/**
+ * coll_xhost_heard_all() - has every peer host had its say on the task?
+ * @task: a task across hosts
+ *
+ * Every peer sent its READY(0) or its ABORT for it (or the communicator is
+ * dead).  A collective that failed here ends only then: until a peer has
+ * created it, that peer keeps the first frames of only COLL_XHOST_AHEAD
+ * collectives past its last (coll_xhost_stash()), so a host whose
+ * collectives fail at once (ranks that disagree) must not run further
+ * ahead; and the ranks of a collective that fails learn so together, as
+ * with one that succeeds.
+ *
+ * Locks: task->lock.
+ */
+bool coll_xhost_heard_all(struct coll_task *task)
+{
+	struct coll_xtask *xt = task->xt;
+	u32 h;
+
+	lockdep_assert_held(&task->lock);
+	if (!xt || READ_ONCE(task->comm->dead))
+		return true;
+	for (h = 0; h < xt->nhosts; h++)
+		if (h != task->comm->hosts->self && !xt->peer[h].ready &&
+		    !xt->peer[h].abort_err)
+			return false;
+	return true;
 }
 
 /* ---- remote data ------------------------------------------------------------------------ */

@@ -63,6 +63,7 @@ struct shm {
 	char pool[MAX_LOCAL][128];	/* the MR pool case: "" if it passed */
 	char pool_seen[128];		/* what local rank 0 counted */
 	char qps_bad[MAX_LOCAL][128];	/* the queue pairs case: "" if passed */
+	char group[MAX_LOCAL][128];	/* the group case: "" if it passed */
 };
 
 #define POOL_WARM	6
@@ -422,51 +423,89 @@ static void *map(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* A case's buffers on one rank: send filled, receive poisoned. */
+struct cbufs {
+	uint8_t *s, *r;
+	uint64_t se, re;
+	size_t es;
+};
+
+static int case_bufs(const struct ctx *c, int k, int prim, int dtype, int op,
+		     int root, uint64_t count, struct cbufs *b)
+{
+	b->es = coll_dtype_size(dtype);
+	buf_elems(prim, c->n, root, c->rank, count, &b->se, &b->re);
+	b->s = map(b->se * b->es + 2 * GUARD);
+	b->r = map(b->re * b->es + 2 * GUARD);
+	if (!b->s || !b->r)
+		return -ENOMEM;
+	memset(b->r, 0xa5, b->re * b->es + 2 * GUARD);
+	fill_send(c, k, prim, dtype, op, b->s + GUARD, b->se, count);
+	return 0;
+}
+
+static void case_unmap(struct cbufs *b)
+{
+	if (b->s)
+		munmap(b->s, b->se * b->es + 2 * GUARD);
+	if (b->r)
+		munmap(b->r, b->re * b->es + 2 * GUARD);
+}
+
+static int case_submit(const struct ctx *c, int prim, int dtype, int op,
+		       int root, int algo, uint64_t count,
+		       const struct cbufs *b)
+{
+	coll_comm_set_algo(c->comm, algo);
+	return coll_submit(c->comm, prim, b->se ? b->s + GUARD : NULL,
+			   b->re ? b->r + GUARD : NULL, count,
+			   prim == COLL_BARRIER ? 0 : dtype,
+			   prim_reduces(prim) ? op : 0,
+			   prim_rooted(prim) ? root : 0, 0, NULL);
+}
+
+/* Every received element and the guards; 0 or res->err. */
+static int case_check(const struct ctx *c, int k, int prim, int dtype, int op,
+		      int root, uint64_t count, const struct cbufs *b,
+		      struct result *res)
+{
+	uint64_t i;
+
+	for (i = 0; i < b->re; i++) {
+		if (!check_elem(c, k, prim, dtype, op, root, count, i,
+				b->r + GUARD + i * b->es, res->what,
+				sizeof(res->what)))
+			return res->err = 1000;
+	}
+	if (st_find_not(b->r, 0xa5, GUARD) != GUARD ||
+	    st_find_not(b->r + GUARD + b->re * b->es, 0xa5, GUARD) != GUARD) {
+		snprintf(res->what, sizeof(res->what), "guard bytes written");
+		return res->err = 1001;
+	}
+	return 0;
+}
+
 static int run_case(const struct ctx *c, int k, int prim, int dtype, int op,
 		    int root, int algo, uint64_t count, struct result *res)
 {
-	size_t es = coll_dtype_size(dtype);
-	uint64_t se, re, i;
-	uint8_t *sbuf, *rbuf;
+	struct cbufs b = { 0 };
 	int64_t t0;
 	int r;
 
-	buf_elems(prim, c->n, root, c->rank, count, &se, &re);
-	sbuf = map(se * es + 2 * GUARD);
-	rbuf = map(re * es + 2 * GUARD);
-	if (!sbuf || !rbuf)
+	if (case_bufs(c, k, prim, dtype, op, root, count, &b)) {
+		case_unmap(&b);
 		return -ENOMEM;
-	memset(rbuf, 0xa5, re * es + 2 * GUARD);
-	fill_send(c, k, prim, dtype, op, sbuf + GUARD, se, count);
-	coll_comm_set_algo(c->comm, algo);
+	}
 	t0 = st_now_ns();
-	r = coll_submit(c->comm, prim, se ? sbuf + GUARD : NULL,
-			re ? rbuf + GUARD : NULL, count,
-			prim == COLL_BARRIER ? 0 : dtype,
-			prim_reduces(prim) ? op : 0,
-			prim_rooted(prim) ? root : 0, 0, NULL);
+	r = case_submit(c, prim, dtype, op, root, algo, count, &b);
 	res->usec = (st_now_ns() - t0) / 1000;
 	if (r) {
 		res->err = 1 - r;
 		snprintf(res->what, sizeof(res->what), "%s", coll_strerror(r));
-		goto out;
+	} else {
+		case_check(c, k, prim, dtype, op, root, count, &b, res);
 	}
-	for (i = 0; i < re; i++) {
-		if (!check_elem(c, k, prim, dtype, op, root, count, i,
-				rbuf + GUARD + i * es, res->what,
-				sizeof(res->what))) {
-			res->err = 1000;
-			goto out;
-		}
-	}
-	if (st_find_not(rbuf, 0xa5, GUARD) != GUARD ||
-	    st_find_not(rbuf + GUARD + re * es, 0xa5, GUARD) != GUARD) {
-		res->err = 1001;
-		snprintf(res->what, sizeof(res->what), "guard bytes written");
-	}
-out:
-	munmap(sbuf, se * es + 2 * GUARD);
-	munmap(rbuf, re * es + 2 * GUARD);
+	case_unmap(&b);
 	return 0;
 }
 
@@ -529,6 +568,82 @@ static void case_name(const struct casedef *d, int n, char *buf, size_t len)
 		 prim_reduces(d->prim) ? coll_redop_name(d->op) : "-",
 		 (unsigned long long)d->count, d->root, coll_algo_name(d->algo),
 		 n);
+}
+
+#define GROUP_SMALL	40	/* AllReduces of 1024 int32 added: fused */
+#define GROUP_MAX	(GROUP_SMALL + 40)
+
+/*
+ * Groups across hosts (COLL_GROUP): the cases of at most 1100 elements (40
+ * at most, every primitive) and GROUP_SMALL AllReduces of 1024 int32 (fused
+ * into one collective) in one group, each checked as a case is; then the
+ * same group with the last rank's first fused AllReduce one element
+ * shorter: EPROTO on every rank and nothing written; then the first group
+ * again.  Writes the first failure to @bad (empty if none).
+ */
+static void group_case(const struct ctx *c, const struct casedef *cs, int nc,
+		       char *bad, size_t bl)
+{
+	struct casedef g[GROUP_MAX];
+	struct cbufs b[GROUP_MAX];
+	int kk[GROUP_MAX], n = 0, i, round, r;
+	struct result res;
+
+	for (i = 0; i < nc && n < GROUP_MAX - GROUP_SMALL; i++) {
+		if (cs[i].count > 1100)
+			continue;
+		g[n] = cs[i];
+		kk[n++] = i;
+	}
+	for (i = 0; i < GROUP_SMALL; i++, n++) {
+		g[n] = (struct casedef){ .prim = COLL_ALLREDUCE,
+					 .dtype = COLL_INT32, .op = COLL_SUM,
+					 .algo = COLL_ALGO_AUTO, .count = 1024 };
+		kk[n] = MAX_CASES + i;
+	}
+	bad[0] = 0;
+	for (round = 0; round < 3 && !bad[0]; round++) {
+		bool differ = round == 1;
+
+		memset(b, 0, sizeof(b));
+		for (i = 0; i < n; i++) {
+			if (case_bufs(c, kk[i], g[i].prim, g[i].dtype, g[i].op,
+				      g[i].root, g[i].count, &b[i])) {
+				snprintf(bad, bl, "out of memory");
+				goto out_unmap;
+			}
+		}
+		r = coll_group_start(c->comm);
+		for (i = 0; i < n && !r; i++)
+			r = case_submit(c, g[i].prim, g[i].dtype, g[i].op,
+					g[i].root, g[i].algo, g[i].count -
+					(differ && c->rank == c->n - 1 &&
+					 i == n - GROUP_SMALL), &b[i]);
+		if (!r)
+			r = coll_group_end(c->comm, 0);
+		if (r != (differ ? -EPROTO : 0)) {
+			snprintf(bad, bl, "round %d: %s", round,
+				 coll_strerror(r));
+			goto out_unmap;
+		}
+		for (i = 0; i < n && !bad[0]; i++) {
+			size_t len = b[i].re * b[i].es + 2 * GUARD;
+
+			memset(&res, 0, sizeof(res));
+			if (differ && st_find_not(b[i].r, 0xa5, len) != len)
+				snprintf(bad, bl, "op %d written after EPROTO",
+					 i);
+			else if (!differ &&
+				 case_check(c, kk[i], g[i].prim, g[i].dtype,
+					    g[i].op, g[i].root, g[i].count,
+					    &b[i], &res))
+				snprintf(bad, bl, "round %d op %d: %s", round,
+					 i, res.what);
+		}
+out_unmap:
+		for (i = 0; i < n; i++)
+			case_unmap(&b[i]);
+	}
 }
 
 static const char *transport_name(unsigned int t)
@@ -729,6 +844,10 @@ static int rank_main(int local, void *arg)
 		if (sh->res[k][local].err == 1 + ECONNRESET)
 			break;
 	}
+	snprintf(sh->group[local], sizeof(sh->group[local]), "not run");
+	if (k == nc)
+		group_case(&c, cs, nc, sh->group[local],
+			   sizeof(sh->group[local]));
 	/* after the cases: every data channel had time to come up */
 	snprintf(sh->qps_bad[local], sizeof(sh->qps_bad[local]), "not run");
 	if (o->expect_qps && k == nc)
@@ -833,7 +952,7 @@ int main(int argc, char **argv)
 	cs = calloc(MAX_CASES, sizeof(*cs));
 	nc = make_cases(o, o->nnodes * o->local, cs);
 	printf("TAP version 13\n1..%d\n",
-	       nc + 1 + (o->expect == COLL_TRANSPORT_RDMA) + !!o->expect_qps);
+	       nc + 2 + (o->expect == COLL_TRANSPORT_RDMA) + !!o->expect_qps);
 	fflush(stdout);
 	if (st_ranks_spawn(&rk, o->local, rank_main, sh))
 		return 2;
@@ -873,13 +992,20 @@ int main(int argc, char **argv)
 	if (l < o->local)
 		printf(" # local %d: %s", l, sh->topo_bad[l]);
 	printf("\n");
+	for (l = 0; l < o->local && !sh->group[l][0]; l++)
+		;
+	if (l < o->local)
+		failed++;
+	printf("%s %d group: %d small AllReduces fused, the small cases, a group that disagrees%s%s\n",
+	       l < o->local ? "not ok" : "ok", nc + 2, GROUP_SMALL,
+	       l < o->local ? " # " : "", l < o->local ? sh->group[l] : "");
 	if (o->expect == COLL_TRANSPORT_RDMA) {
 		for (l = 0; l < o->local && !sh->pool[l][0]; l++)
 			;
 		if (l < o->local)
 			failed++;
 		printf("%s %d mr pool: steady state allocates no region # %s\n",
-		       l < o->local ? "not ok" : "ok", nc + 2,
+		       l < o->local ? "not ok" : "ok", nc + 3,
 		       l < o->local ? sh->pool[l] : sh->pool_seen);
 	}
 	if (o->expect_qps) {
@@ -889,7 +1015,7 @@ int main(int argc, char **argv)
 			failed++;
 		printf("%s %d queue pairs: %d to every peer host%s%s\n",
 		       l < o->local ? "not ok" : "ok",
-		       nc + 2 + (o->expect == COLL_TRANSPORT_RDMA),
+		       nc + 3 + (o->expect == COLL_TRANSPORT_RDMA),
 		       o->expect_qps, l < o->local ? " # " : "",
 		       l < o->local ? sh->qps_bad[l] : "");
 	}
