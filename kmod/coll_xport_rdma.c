@@ -202,6 +202,20 @@ static void coll_rdma_wc_error(struct coll_rdma *r, struct ib_wc *wc,
 	coll_link_fail(&r->link, -ECONNRESET, "RDMA work request failed");
 }
 
+/*
+ * Locks: link.lock.  Should the credits we owe go in a CREDIT frame?  When
+ * enough are owed and no frame waits to carry them, or frames wait but
+ * cannot go: a frame needs a credit beyond the last, which is kept for
+ * CREDIT frames.  Without this, two sides out of credits, each with frames
+ * waiting (many collectives in flight at once), would never send again.
+ */
+static bool coll_rdma_credit_due(struct coll_rdma *r)
+{
+	lockdep_assert_held(&r->link.lock);
+	return r->owed >= COLL_RDMA_RECV / 2 &&
+	       (list_empty(&r->tx_wait) || r->credits < 2);
+}
+
 /* ---- receiving ------------------------------------------------------------ */
 
 static void coll_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc);
@@ -345,7 +359,7 @@ static void coll_rdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	spin_lock(&r->link.lock);
 	r->owed++;
-	tell = r->owed >= COLL_RDMA_RECV / 2 && list_empty(&r->tx_wait);
+	tell = coll_rdma_credit_due(r);
 	spin_unlock(&r->link.lock);
 	if (tell)
 		coll_rdma_send_credit(r);
@@ -358,6 +372,7 @@ static void coll_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct coll_rdma_buf *b = container_of(wc->wr_cqe,
 					       struct coll_rdma_buf, cqe);
 	struct coll_rdma *r = b->r;
+	bool due;
 
 	coll_rdma_sq_put(r, 1);
 	spin_lock(&r->link.lock);
@@ -369,6 +384,12 @@ static void coll_rdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	coll_rdma_kick(r);
+	/* a CREDIT that found no free buffer when it was due */
+	spin_lock(&r->link.lock);
+	due = coll_rdma_credit_due(r);
+	spin_unlock(&r->link.lock);
+	if (due)
+		coll_rdma_send_credit(r);
 }
 
 /* Post one frame from a free buffer (the caller took a credit and a buffer). */
