@@ -2012,7 +2012,8 @@ static int nonblocking_test(struct rctx *c)
 /*
  * Groups (coll_group_start/end, COLL_GROUP): one group per data type, of
  * 25 collectives: AllReduces of 1, 1001 and 4099 elements with every op
- * (which the module fuses, at most 32 KiB each), one of 0 elements, one of
+ * (which the module fuses where they hold at most COLL_GROUP_FUSE_BYTES),
+ * one of 0 elements, one of
  * the sweep's big size (not fused), every other primitive with 1001 or
  * 4099 elements, and a Barrier; each checked as the sweep checks a call
  * once the group has returned.  Odd data types run with

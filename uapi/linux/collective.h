@@ -532,7 +532,7 @@ struct coll_comm_query {
 
 /* Groups: collectives per call, and what is fused (struct coll_group) */
 #define COLL_GROUP_MAX_OPS	1024
-#define COLL_GROUP_FUSE_BYTES	65536U
+#define COLL_GROUP_FUSE_BYTES	16384U
 #define COLL_GROUP_BUCKET_BYTES	0x100000U
 
 /* struct coll_group flags */
