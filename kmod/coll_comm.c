@@ -378,6 +378,26 @@ void coll_member_put(struct coll_member *m)
 	kref_put(&m->kref, coll_member_release);
 }
 
+/**
+ * coll_member_get() - the caller's membership of a handle, referenced
+ * @cf: the caller's descriptor
+ * @handle: from COLL_COMM_INIT
+ *
+ * Locks: takes cf->lock.  Return: the membership (drop it with
+ * coll_member_put()), or NULL for a handle the descriptor does not hold.
+ */
+struct coll_member *coll_member_get(struct coll_file *cf, u32 handle)
+{
+	struct coll_member *m;
+
+	mutex_lock(&cf->lock);
+	m = xa_load(&cf->members, handle);
+	if (m)
+		kref_get(&m->kref);
+	mutex_unlock(&cf->lock);
+	return m;
+}
+
 /* Locks: coll_comms_lock.  Takes @m out of its communicator. */
 static void coll_member_remove(struct coll_member *m)
 {
@@ -770,11 +790,7 @@ int coll_comm_query(struct coll_file *cf, struct coll_ucmd *ucmd)
 	    (arg->npeers && arg->peer_size < offsetofend(struct coll_peer_info,
 							 bytes_received)))
 		return -EINVAL;
-	mutex_lock(&cf->lock);
-	m = xa_load(&cf->members, arg->comm);
-	if (m)
-		kref_get(&m->kref);
-	mutex_unlock(&cf->lock);
+	m = coll_member_get(cf, arg->comm);
 	if (!m)
 		return -ENOENT;
 	comm = m->comm;

@@ -344,8 +344,8 @@ static int coll_group_alloc(struct coll_gcall *g, u32 nops)
  * @cf: the caller's descriptor
  * @ucmd: the argument (struct coll_group); nothing is written back
  *
- * Locks: takes cf->lock, then (not nested) comm->lock; neither is held
- * while staging, pinning or waiting.
+ * Locks: takes cf->lock (coll_member_get()), then (not nested)
+ * comm->lock; neither is held while staging, pinning or waiting.
  *
  * Return: 0 or -errno as documented in the uapi header: the first error
  * of the group's collectives once they were accepted.
@@ -364,11 +364,7 @@ int coll_group_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
 	    arg->op_size < offsetofend(struct coll_op, __reserved))
 		return -EINVAL;
 
-	mutex_lock(&cf->lock);
-	m = xa_load(&cf->members, arg->comm);
-	if (m)
-		kref_get(&m->kref);
-	mutex_unlock(&cf->lock);
+	m = coll_member_get(cf, arg->comm);
 	if (!m)
 		return -ENOENT;
 	rank = m->rank;

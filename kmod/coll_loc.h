@@ -337,6 +337,7 @@ void coll_comm_join_failed(struct coll_comm *comm, int err);
 void coll_comm_leave_all(struct coll_file *cf);
 void coll_comm_put(struct coll_comm *comm);
 void coll_member_put(struct coll_member *m);
+struct coll_member *coll_member_get(struct coll_file *cf, u32 handle);
 void coll_comm_peer_left(struct coll_comm *comm, u32 host);
 void coll_comm_drained(struct coll_comm *comm);
 void coll_comm_kill_why(struct coll_comm *comm, int err, const char *why);

@@ -174,6 +174,16 @@ FIXTURE_TEARDOWN(one)
 		EXPECT_EQ(0, group_check(&self->b, NOPS, 0, 0, #call));	\
 	} while (0)
 
+/* Op NOPS / 2 changed by @change (from its valid self): the call fails. */
+#define MID_FAILS(err, flags, change...)				\
+	do {								\
+		*mid = keep;						\
+		change;							\
+		EXPECT_GROUP_FAILS(err, group_call(self->fd, self->comm, \
+						   self->ops, NOPS,	\
+						   flags));		\
+	} while (0)
+
 TEST_F(one, abi)
 {
 	struct {
@@ -214,51 +224,25 @@ TEST_F(one, abi)
 	EXPECT_GROUP_FAILS(0, st_ioctl(self->fd, COLL_GROUP, &bad));
 
 	/* one op in the middle of the group that does not validate */
-	mid->prim = COLL_PRIM_MAX;
-	EXPECT_GROUP_FAILS(EOPNOTSUPP, group_call(self->fd, self->comm,
-						  self->ops, NOPS, 0));
-	*mid = keep, mid->__reserved = 1;
-	EXPECT_GROUP_FAILS(EINVAL, group_call(self->fd, self->comm,
-					      self->ops, NOPS, 0));
-	*mid = keep, mid->flags = COLL_OP_F_NONBLOCK;
-	EXPECT_GROUP_FAILS(EINVAL, group_call(self->fd, self->comm,
-					      self->ops, NOPS, 0));
-	*mid = keep, mid->comm = self->comm + 1;
-	EXPECT_GROUP_FAILS(EINVAL, group_call(self->fd, self->comm,
-					      self->ops, NOPS, 0));
-	*mid = keep, mid->size = sizeof(*mid) - 8;
-	EXPECT_GROUP_FAILS(EINVAL, group_call(self->fd, self->comm,
-					      self->ops, NOPS, 0));
-	*mid = keep, mid->prim = COLL_BROADCAST, mid->redop = COLL_MAX;
-	EXPECT_GROUP_FAILS(EINVAL, group_call(self->fd, self->comm,
-					      self->ops, NOPS, 0));
-	*mid = keep, mid->prim = COLL_BROADCAST, mid->redop = 0, mid->root = 1;
-	EXPECT_GROUP_FAILS(EINVAL, group_call(self->fd, self->comm,
-					      self->ops, NOPS, 0));
-	*mid = keep, mid->count = COLL_MAX_BYTES + 1;
-	EXPECT_GROUP_FAILS(EOVERFLOW, group_call(self->fd, self->comm,
-						 self->ops, NOPS, 0));
-	/* fused: buffers that overlap other than in place */
-	*mid = keep, mid->recvbuf = mid->sendbuf + 4;
-	EXPECT_GROUP_FAILS(EINVAL, group_call(self->fd, self->comm,
-					      self->ops, NOPS, 0));
-	/* not fused: the same, found when pinning */
-	EXPECT_GROUP_FAILS(EINVAL, group_call(self->fd, self->comm, self->ops,
-					      NOPS, COLL_GROUP_F_NOFUSE));
+	MID_FAILS(EOPNOTSUPP, 0, mid->prim = COLL_PRIM_MAX);
+	MID_FAILS(EINVAL, 0, mid->__reserved = 1);
+	MID_FAILS(EINVAL, 0, mid->flags = COLL_OP_F_NONBLOCK);
+	MID_FAILS(EINVAL, 0, mid->comm = self->comm + 1);
+	MID_FAILS(EINVAL, 0, mid->size = sizeof(*mid) - 8);
+	MID_FAILS(EINVAL, 0, mid->prim = COLL_BROADCAST, mid->redop = COLL_MAX);
+	MID_FAILS(EINVAL, 0, mid->prim = COLL_BROADCAST, mid->root = 1);
+	MID_FAILS(EOVERFLOW, 0, mid->count = COLL_MAX_BYTES + 1);
+	/* buffers that overlap other than in place: fused, then pinned */
+	MID_FAILS(EINVAL, 0, mid->recvbuf = mid->sendbuf + 4);
+	MID_FAILS(EINVAL, COLL_GROUP_F_NOFUSE, mid->recvbuf = mid->sendbuf + 4);
 	/* a receive buffer that cannot be written, fused or not */
 	ro = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, ro);
-	*mid = keep, mid->recvbuf = (uintptr_t)ro;
-	EXPECT_GROUP_FAILS(EFAULT, group_call(self->fd, self->comm,
-					      self->ops, NOPS, 0));
-	EXPECT_GROUP_FAILS(EFAULT, group_call(self->fd, self->comm, self->ops,
-					      NOPS, COLL_GROUP_F_NOFUSE));
+	MID_FAILS(EFAULT, 0, mid->recvbuf = (uintptr_t)ro);
+	MID_FAILS(EFAULT, COLL_GROUP_F_NOFUSE, mid->recvbuf = (uintptr_t)ro);
 	/* a send buffer that cannot be read */
-	*mid = keep, mid->sendbuf = 4096;
-	EXPECT_GROUP_FAILS(EFAULT, group_call(self->fd, self->comm,
-					      self->ops, NOPS, 0));
-	EXPECT_GROUP_FAILS(EFAULT, group_call(self->fd, self->comm, self->ops,
-					      NOPS, COLL_GROUP_F_NOFUSE));
+	MID_FAILS(EFAULT, 0, mid->sendbuf = 4096);
+	MID_FAILS(EFAULT, COLL_GROUP_F_NOFUSE, mid->sendbuf = 4096);
 	munmap(ro, 8192);
 
 	/* and after all that, the group works, with a longer op_size too */
