@@ -253,6 +253,38 @@ static int call_test(struct ctx *c)
 	       -ETIMEDOUT;
 }
 
+/* Two AllReduces of half the buffers each, as one group. */
+static int group_halves(struct ctx *c, uint32_t flags)
+{
+	size_t h = c->n / 2;
+	struct coll_op ops[2] = {
+		st_op(c->comm, COLL_ALLREDUCE, COLL_INT32, COLL_SUM, 0,
+		      c->send, c->recv, h),
+		st_op(c->comm, COLL_ALLREDUCE, COLL_INT32, COLL_SUM, 0,
+		      c->send + h, c->recv + h, c->n - h),
+	};
+	struct coll_group g = {
+		.size = sizeof(g),
+		.flags = flags,
+		.comm = c->comm,
+		.nops = 2,
+		.ops_uptr = (uintptr_t)ops,
+		.op_size = sizeof(ops[0]),
+	};
+
+	return st_ioctl(c->fd, COLL_GROUP, &g);
+}
+
+static int call_group(struct ctx *c)
+{
+	return group_halves(c, 0);
+}
+
+static int call_group_nofuse(struct ctx *c)
+{
+	return group_halves(c, COLL_GROUP_F_NOFUSE);
+}
+
 static int call_open(struct ctx *c)
 {
 	return su_fd(c);
@@ -273,6 +305,10 @@ static const struct scenario scenarios[] = {
 	  td, { ENOMEM, EFAULT } },
 	{ "wait", su_nb_pending, call_wait, check_allreduce, td, { ENOMEM } },
 	{ "test", su_nb_pending, call_test, check_allreduce, td, { ENOMEM } },
+	{ "group", su_comm_bufs, call_group, check_allreduce, td,
+	  { ENOMEM, EFAULT } },
+	{ "group_nofuse", su_comm_bufs, call_group_nofuse, check_allreduce,
+	  td, { ENOMEM, EFAULT } },
 };
 
 static bool accepted(const struct scenario *s, int r)
@@ -325,6 +361,8 @@ FIXTURE_VARIANT_ADD(walk, submit_alltoall_inplace) { .which = 6 };
 FIXTURE_VARIANT_ADD(walk, submit_nonblocking) { .which = 7 };
 FIXTURE_VARIANT_ADD(walk, wait) { .which = 8 };
 FIXTURE_VARIANT_ADD(walk, test) { .which = 9 };
+FIXTURE_VARIANT_ADD(walk, group) { .which = 10 };
+FIXTURE_VARIANT_ADD(walk, group_nofuse) { .which = 11 };
 
 FIXTURE_SETUP(walk)
 {
