@@ -17,6 +17,7 @@
 #                      (default: -b 8 -e 16M -f 4 -n 10 -w 2)
 #   COLL_BENCH_OUT     directory for the raw outputs (default build/bench)
 #   COLL_BENCH_MPI     0 to skip mpi_perf (both MPIs)
+#   COLL_BENCH_GROUP   0 to skip the groups' figure (coll_group_perf)
 #   COLL_BENCH_MPI_TIMEOUT  seconds per MPI run (default 600)
 #   COLL_INSMOD_ARGS   module parameters for insmod
 #   COLL_DEVICE        device node (default /dev/collective)
@@ -119,6 +120,16 @@ for p in $PRIMS; do
 		;;
 	esac
 done
+
+# ---- groups ----------------------------------------------------------------
+# 100 AllReduces of 4 KiB as 100 calls, as one group, as one fused group
+# (COLL_GROUP; tools/bench-group.sh has the sweep).
+if [ "${COLL_BENCH_GROUP:-1}" != 0 ] && [ -x "$T/coll_group_perf" ]; then
+	echo "#"
+	echo "# ==== groups: 100 float AllReduces of 4 KiB, $NP ranks"
+	"$T/collrun" -n "$NP" -t 600 "$T/coll_group_perf" -k 100 -c 4096 \
+		-d float -i 10 -r 5 || fail=1
+fi
 
 # ---- unload ------------------------------------------------------------------
 rmmod $MOD || fail=1
