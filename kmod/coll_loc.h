@@ -667,6 +667,7 @@ int coll_net_listen(struct net *net);
 enum { COLL_CQ_OWNED, COLL_CQ_MISSED };
 
 struct ib_cq;
+struct ib_device;
 struct coll_cq {
 	struct ib_cq *cq;
 	unsigned long flags;		/* COLL_CQ_*: one poller at a time */
@@ -685,7 +686,6 @@ void coll_cq_release(struct coll_cq *c, bool more);
 /* coll_ib.c: RDMA devices */
 
 #define COLL_IB_MR_PAGES	512	/* pages per memory region, at most */
-struct ib_device;
 struct ib_pd;
 
 struct coll_ibdev {
