@@ -3,7 +3,7 @@
 #
 # bench-group.sh: what a group (COLL_GROUP) buys, in one guest boot.
 # tools/coll_group_perf with 2 and 4 ranks: 100 AllReduces per batch of
-# 8 B, 4 KiB and 64 KiB, int32 and float, as 100 separate calls, as one
+# 8 B, 4 KiB and 16 KiB, int32 and float, as 100 separate calls, as one
 # group with COLL_GROUP_F_NOFUSE and as one fused group (the three forms
 # interleaved, median of 5 rounds of 20 batches); every result checked.
 # Prints each figure and the ratio of each group to the separate calls;
@@ -12,7 +12,7 @@
 #   selftests/rig/vm.sh --name bench-group --mem 2G -- tools/bench-group.sh
 #
 # Runs INSIDE a qemu guest (it loads the module).  Env: RANKS ("2 4"),
-# SIZES ("8 4096 65536"), DTYPES ("int32 float").
+# SIZES ("8 4096 16384"), DTYPES ("int32 float"), COLL_INSMOD_ARGS.
 set -u
 if ! grep -qi qemu /sys/class/dmi/id/sys_vendor 2>/dev/null; then
 	echo "bench-group.sh: not a qemu guest" >&2
@@ -21,11 +21,12 @@ fi
 cd "${COLL_ROOT:-.}" || exit 1
 unset COLL_ROOT		# the project's path here; the library's rendezvous
 for d in $(modinfo -F depends kmod/collective.ko | tr , ' '); do modprobe "$d"; done
-insmod kmod/collective.ko || exit 1
+# shellcheck disable=SC2086 # split on purpose
+insmod kmod/collective.ko ${COLL_INSMOD_ARGS:-} || exit 1
 rc=0
 for n in ${RANKS:-2 4}; do
 	for dt in ${DTYPES:-int32 float}; do
-		for c in ${SIZES:-8 4096 65536}; do
+		for c in ${SIZES:-8 4096 16384}; do
 			tools/collrun -n "$n" -t 600 tools/coll_group_perf -k 100 \
 				-c "$c" -d "$dt" -i 20 -r 5 || rc=1
 		done
