@@ -412,7 +412,7 @@ static int run_ranks(struct __test_metadata *_metadata,
 #define EVICTIONS(s)	((s)->after.out_reg_evictions -		\
 			 (s)->before.out_reg_evictions)
 
-/* Skip unless the cache is on (the default, 64). */
+/* Skip unless the cache is on (the default, 256). */
 #define NEED_CACHE() do {						\
 	if (st_param_get("reg_cache") <= 0)					\
 		SKIP(return, "reg_cache is %ld", st_param_get("reg_cache"));	\
