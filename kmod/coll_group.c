@@ -194,6 +194,10 @@ static int coll_group_stage(struct coll_gcall *g, struct coll_gpart *part,
 
 		if (g->part_of[i] != part - g->parts)
 			continue;
+		/* a range that wraps: as coll_obuf_pin() says it */
+		if (op->sendbuf + bytes < op->sendbuf ||
+		    op->recvbuf + bytes < op->recvbuf)
+			return -EOVERFLOW;
 		/* AllReduce: in place, or two buffers apart */
 		if (op->sendbuf != op->recvbuf &&
 		    op->sendbuf < op->recvbuf + bytes &&

@@ -240,6 +240,9 @@ TEST_F(one, abi)
 	ASSERT_NE(MAP_FAILED, ro);
 	MID_FAILS(EFAULT, 0, mid->recvbuf = (uintptr_t)ro);
 	MID_FAILS(EFAULT, COLL_GROUP_F_NOFUSE, mid->recvbuf = (uintptr_t)ro);
+	/* a range that wraps */
+	MID_FAILS(EOVERFLOW, 0, mid->sendbuf = ~0ULL - 15);
+	MID_FAILS(EOVERFLOW, COLL_GROUP_F_NOFUSE, mid->sendbuf = ~0ULL - 15);
 	/* a send buffer that cannot be read */
 	MID_FAILS(EFAULT, 0, mid->sendbuf = 4096);
 	MID_FAILS(EFAULT, COLL_GROUP_F_NOFUSE, mid->sendbuf = 4096);

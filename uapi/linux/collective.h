@@ -72,7 +72,8 @@
  *   same id, different host tables (local ranks or peer hosts), or a
  *   collective whose primitive, count, type, op, root or algorithm differs
  *   between ranks.  A collective that disagrees fails on every rank without
- *   touching any buffer; the communicator stays usable.
+ *   touching any buffer, once every rank has called it (across hosts: once
+ *   every host has); the communicator stays usable.
  * - ETIMEDOUT: not every rank (or peer host) joined within the join timeout
  *   (for example a wrong id), or a wait timed out (the request stays
  *   pending).
