@@ -14,15 +14,9 @@
 # Runs INSIDE a qemu guest (it loads the module).  Env: RANKS ("2 4"),
 # SIZES ("8 4096 16384"), DTYPES ("int32 float"), COLL_INSMOD_ARGS.
 set -u
-if ! grep -qi qemu /sys/class/dmi/id/sys_vendor 2>/dev/null; then
-	echo "bench-group.sh: not a qemu guest" >&2
-	exit 1
-fi
-cd "${COLL_ROOT:-.}" || exit 1
-unset COLL_ROOT		# the project's path here; the library's rendezvous
-for d in $(modinfo -F depends kmod/collective.ko | tr , ' '); do modprobe "$d"; done
-# shellcheck disable=SC2086 # split on purpose
-insmod kmod/collective.ko ${COLL_INSMOD_ARGS:-} || exit 1
+# shellcheck source=tools/bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
+bench_load bench-group.sh
 rc=0
 for n in ${RANKS:-2 4}; do
 	for dt in ${DTYPES:-int32 float}; do

@@ -11,15 +11,11 @@
 #
 # Runs INSIDE a qemu guest (it loads the module).  Env: REPS (3).
 set -u
-if ! grep -qi qemu /sys/class/dmi/id/sys_vendor 2>/dev/null; then
-	echo "bench-regcache.sh: not a qemu guest" >&2
-	exit 1
-fi
-cd "${COLL_ROOT:-.}" || exit 1
-unset COLL_ROOT		# the project's path here; the library's rendezvous
+# shellcheck source=tools/bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
+bench_load bench-regcache.sh
 out=$(mktemp)
-for d in $(modinfo -F depends kmod/collective.ko | tr , ' '); do modprobe "$d"; done
-insmod kmod/collective.ko || exit 1
+rc_default=$(cat /sys/module/collective/parameters/reg_cache)
 for _ in $(seq "${REPS:-3}"); do
 	for rc in 0 64; do
 		echo "$rc" > /sys/module/collective/parameters/reg_cache
@@ -33,7 +29,7 @@ for _ in $(seq "${REPS:-3}"); do
 		done
 	done
 done
-echo 64 > /sys/module/collective/parameters/reg_cache
+echo "$rc_default" > /sys/module/collective/parameters/reg_cache
 tools/collrun -n 2 -t 60 tools/coll_perf -p allreduce -b 8 -e 8 -n 5 -w 1 |
 	grep '^# floor'
 rmmod collective
