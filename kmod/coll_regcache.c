@@ -222,13 +222,17 @@ static bool coll_regcache_evict(struct coll_regcache *rc,
 	return any;
 }
 
-/* Pin outside the cache; coll_obuf_pin()'s memlock error is -ENOMEM. */
+/* coll_obuf_pin()'s memlock error (-EDQUOT) is -ENOMEM to the caller. */
+static int coll_regcache_errno(int ret)
+{
+	return ret == -EDQUOT ? -ENOMEM : ret;
+}
+
+/* Pin outside the cache. */
 static int coll_regcache_pin_uncached(u64 uaddr, u64 len, bool writable,
 				      struct coll_obuf **out)
 {
-	int ret = coll_obuf_pin(uaddr, len, writable, out);
-
-	return ret == -EDQUOT ? -ENOMEM : ret;
+	return coll_regcache_errno(coll_obuf_pin(uaddr, len, writable, out));
 }
 
 /* Is the cache usable by current?  Records its mm at first use. */
@@ -327,7 +331,7 @@ int coll_regcache_pin(struct coll_file *cf, u64 uaddr, u64 len,
 		ret = coll_obuf_pin(uaddr, len, writable, &e->ob);
 	if (ret) {
 		kref_put(&e->kref, coll_reg_free);
-		return ret == -EDQUOT ? -ENOMEM : ret;
+		return coll_regcache_errno(ret);
 	}
 	e->ob->reg = e;
 	e->pending = true;		/* rc->lock not needed: not published */
