@@ -22,6 +22,8 @@ C=$ROOT/tools/collctl
 LOAD=$BIN/coll_nl_load
 RUN=$ROOT/tools/collrun
 PY=/usr/bin/python3
+# shellcheck source=rig/guest-lib.sh
+. "$COLL_GUEST_LIB"		# coll_pyj, coll_wait_file
 YNL="$PY $ROOT/tools/ynl/cli.py --spec $ROOT/uapi/collective.yaml --no-schema --output-json"
 KO=$ROOT/kmod/collective.ko
 T=$(mktemp -d)
@@ -46,23 +48,9 @@ check() {	# check "description" command...: ok if it succeeds
 }
 diag() { sed 's/^/# /'; }
 
-# JSON: pyj FILE EXPR (d is the document) prints EXPR
-pyj() {
-	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"
-}
-
 # The one live communicator's serial (the newest).
 comm_serial() {
-	$C -j comm show > "$T/comms.json" && pyj "$T/comms.json" 'd[-1]["comm"]'
-}
-
-wait_file() {	# wait_file FILE SECONDS
-	local i=0
-	while [ ! -e "$1" ] && [ $i -lt $(($2 * 10)) ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ -e "$1" ]
+	$C -j comm show > "$T/comms.json" && coll_pyj "$T/comms.json" 'd[-1]["comm"]'
 }
 
 # bounded SECS CMD...: run CMD; if it is still running after SECS, say where
@@ -139,14 +127,14 @@ check "an unprivileged user reads the tunables" "${NOBODY[@]}" $C tune show
 "${NOBODY[@]}" $C tune set solo-bytes 0 > "$T/eperm.txt" 2>&1
 rc=$?
 if [ $rc -ne 0 ] && grep -q "module-wide tunables need CAP_NET_ADMIN" "$T/eperm.txt" &&
-   [ "$($C -j tune show > "$T/t.json"; pyj "$T/t.json" 'd["solo-bytes"]')" = 32768 ]; then
+   [ "$($C -j tune show > "$T/t.json"; coll_pyj "$T/t.json" 'd["solo-bytes"]')" = 32768 ]; then
 	ok "unprivileged module-wide set: EPERM with the kernel's message, nothing changed"
 else
 	not_ok "unprivileged module-wide set: EPERM with the kernel's message, nothing changed"
 	diag < "$T/eperm.txt"
 fi
 $YNL --do tune-set --json '{"solo-bytes": 1}' > /dev/null 2>&1 &&
-	[ "$($C -j tune show > "$T/t.json"; pyj "$T/t.json" 'd["solo-bytes"]')" = 1 ] &&
+	[ "$($C -j tune show > "$T/t.json"; coll_pyj "$T/t.json" 'd["solo-bytes"]')" = 1 ] &&
 	$C tune set solo-bytes 32768 &&
 	ok "root sets a module-wide tunable through the YNL CLI" ||
 	not_ok "root sets a module-wide tunable through the YNL CLI"
@@ -177,14 +165,14 @@ echo 1 > $TR/events/collective/coll_op_start/enable
 : > $TR/trace
 $C tune set allreduce.algo ring
 bg_load ring -H 3
-wait_file "$T/ring.ready" 60
+coll_wait_file "$T/ring.ready" 60
 s=$(comm_serial)
 $C -j stats comm "$s" > "$T/ring-stats.json"
 $C stats comm "$s" > "$T/ring-stats.txt" 2>&1
 wait
 $C tune set allreduce.algo auto
 echo 0 > $TR/events/collective/coll_op_start/enable
-if [ "$(pyj "$T/ring-stats.json" '[(a["algo"], a["calls"]) for p in d["prims"] if p["prim"] == "allreduce" for a in p["algos"]]')" = "[('ring', 10)]" ] &&
+if [ "$(coll_pyj "$T/ring-stats.json" '[(a["algo"], a["calls"]) for p in d["prims"] if p["prim"] == "allreduce" for a in p["algos"]]')" = "[('ring', 10)]" ] &&
    [ "$(grep -c "coll_op_start: comm=$s seq=[0-9]* allreduce algo=1 " $TR/trace)" = 10 ]; then
 	ok "module-wide allreduce.algo ring: 10 ring AllReduces in stats and in coll_op_start"
 else
@@ -195,7 +183,7 @@ fi
 
 # ---- pins: the first call pins its buffers, the registration cache serves
 # the other nine (reg_cache, on by default)
-pyj "$T/ring-stats.json" '[(p["pins"], p["pinned-pages"] >= p["pins"], p["reg-hits"]) for p in d["prims"] if p["prim"] == "allreduce"]' > "$T/pins.txt"
+coll_pyj "$T/ring-stats.json" '[(p["pins"], p["pinned-pages"] >= p["pins"], p["reg-hits"]) for p in d["prims"] if p["prim"] == "allreduce"]' > "$T/pins.txt"
 [ "$(cat "$T/pins.txt")" = "[(4, True, 36)]" ] && grep -qw "pins 4" "$T/ring-stats.txt" &&
 	grep -qw "reg-hits 36" "$T/ring-stats.txt" &&
 	ok "stats: 10 AllReduces of 2 ranks pinned 4 buffers, 36 registration-cache hits" ||
@@ -208,7 +196,7 @@ until [ -n "$("${NOBODY[@]}" $C -j op show 2>/dev/null | $PY -c 'import json,sys
 	sleep 0.1; i=$((i + 1))
 done
 sleep 1.2
-s=$("${NOBODY[@]}" $C -j comm show > "$T/c.json"; pyj "$T/c.json" 'd[-1]["comm"]')
+s=$("${NOBODY[@]}" $C -j comm show > "$T/c.json"; coll_pyj "$T/c.json" 'd[-1]["comm"]')
 "${NOBODY[@]}" $C op show > "$T/op.txt" 2>&1
 "${NOBODY[@]}" $C -j op show > "$T/op.json" 2>&1
 $YNL --dump op-get > "$T/ynl-op.json" 2>&1
@@ -220,7 +208,7 @@ other_rc=$?
 own_rc=$?
 "${NOBODY[@]}" $C -j tune show comm "$s" > "$T/own-tune.json" 2>&1
 if grep -q "^comm $s seq 0 prim allreduce .* state arriving .* arrived 1 missing 1$" "$T/op.txt" &&
-   [ "$(pyj "$T/op.json" '[(o["comm"], o["seq"], o["missing"]) for o in d]')" = "[($s, 0, [1])]" ]; then
+   [ "$(coll_pyj "$T/op.json" '[(o["comm"], o["seq"], o["missing"]) for o in d]')" = "[($s, 0, [1])]" ]; then
 	ok "collctl op show names the rank withholding its call (rank 1)"
 else
 	not_ok "collctl op show names the rank withholding its call (rank 1)"
@@ -240,14 +228,14 @@ grep -q "comm $s: allreduce seq 0 has waited .* s for rank 1, which has not call
 	grep -q "no such communicator" "$T/other-set.txt" &&
 	ok "another user neither sees nor tunes the communicator" ||
 	{ not_ok "another user neither sees nor tunes the communicator"; diag < "$T/other.json"; diag < "$T/other-set.txt"; }
-[ $own_rc -eq 0 ] && [ "$(pyj "$T/own-tune.json" '(d["allreduce-algo"], d["overridden"])')" = "('tree', ['allreduce-algo'])" ] &&
+[ $own_rc -eq 0 ] && [ "$(coll_pyj "$T/own-tune.json" '(d["allreduce-algo"], d["overridden"])')" = "('tree', ['allreduce-algo'])" ] &&
 	ok "its owner (unprivileged) tunes the communicator" ||
 	{ not_ok "its owner (unprivileged) tunes the communicator"; diag < "$T/own-set.txt"; diag < "$T/own-tune.json"; }
-wait_file "$T/wh.ready" 60
+coll_wait_file "$T/wh.ready" 60
 "${NOBODY[@]}" $C -j stats comm "$s" > "$T/wh-stats.json" 2>&1
 $YNL --do stats-get --json "{\"comm\": $s}" > "$T/ynl-stats.json" 2>&1
 wait
-if [ "$(pyj "$T/wh-stats.json" '[(a["algo"], a["calls"]) for p in d["prims"] if p["prim"] == "allreduce" for a in p["algos"]]')" = "[('tree', 10)]" ]; then
+if [ "$(coll_pyj "$T/wh-stats.json" '[(a["algo"], a["calls"]) for p in d["prims"] if p["prim"] == "allreduce" for a in p["algos"]]')" = "[('tree', 10)]" ]; then
 	ok "per-communicator allreduce.algo tree: 10 tree AllReduces in its stats"
 else
 	not_ok "per-communicator allreduce.algo tree: 10 tree AllReduces in its stats"
@@ -304,7 +292,7 @@ $C tune set exec-chunk-bytes 65536
 	not_ok "exec-chunk-bytes: 4 KiB claims make more chunks" "$c4 vs $c64"
 
 # ---- ring-chunk-bytes: the rounds of a forced ring -----------------------------
-tune_get() { $C -j tune show > "$T/t.json" && pyj "$T/t.json" "d[\"$1\"]"; }
+tune_get() { $C -j tune show > "$T/t.json" && coll_pyj "$T/t.json" "d[\"$1\"]"; }
 rcb=$(tune_get ring-chunk-bytes)
 rounds() {	# rounds RING_CHUNK_BYTES: rounds of one 1 MiB ring AllReduce
 	$C tune set allreduce.algo ring ring-chunk-bytes "$1"
@@ -388,7 +376,7 @@ ynlmon=$!
 sleep 3
 bg_load kill -H 60
 kpid=$!
-wait_file "$T/kill.ready" 60
+coll_wait_file "$T/kill.ready" 60
 s=$(comm_serial)
 victim=$(pgrep -f "^$LOAD" | tail -1)
 kill -9 "$victim"
@@ -412,25 +400,25 @@ grep -q "'comm': $s\|\"comm\": $s" "$T/ynl-mon.txt" && grep -q "failed" "$T/ynl-
 
 # ---- diag: nothing on a healthy run, each problem it claims when provoked ---
 bg_load healthy -b 1048576 -n 5 -H 3
-wait_file "$T/healthy.ready" 60
+coll_wait_file "$T/healthy.ready" 60
 $C diag > "$T/diag-ok.txt" 2>&1
 $C -j diag > "$T/diag-ok.json" 2>&1
 wait
-[ "$(cat "$T/diag-ok.txt")" = "no problems found" ] && [ "$(pyj "$T/diag-ok.json" 'd')" = "[]" ] &&
+[ "$(cat "$T/diag-ok.txt")" = "no problems found" ] && [ "$(coll_pyj "$T/diag-ok.json" 'd')" = "[]" ] &&
 	ok "collctl diag finds nothing on a healthy run" ||
 	{ not_ok "collctl diag finds nothing on a healthy run"; diag < "$T/diag-ok.txt"; }
 
 bg_load small -b 1024 -n 200 -H 3
-wait_file "$T/small.ready" 60
+coll_wait_file "$T/small.ready" 60
 $C -j diag > "$T/diag-small.json" 2>&1
 wait
-[ "$(pyj "$T/diag-small.json" '[p["problem"] for p in d]')" = "['small-allreduce']" ] &&
+[ "$(coll_pyj "$T/diag-small.json" '[p["problem"] for p in d]')" = "['small-allreduce']" ] &&
 	ok "collctl diag: most AllReduce bytes in small calls" ||
 	{ not_ok "collctl diag: most AllReduce bytes in small calls"; diag < "$T/diag-small.json"; }
 
 $C tune set spin-ns 0
 bg_load a2a -p alltoall -b 1024 -n 200 -H 3
-wait_file "$T/a2a.ready" 60
+coll_wait_file "$T/a2a.ready" 60
 $C diag > "$T/diag-a2a.txt" 2>&1
 wait
 $C tune set spin-ns 100000

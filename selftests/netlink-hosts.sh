@@ -35,14 +35,10 @@ tap() {
 # say FILE: show FILE as diagnostics
 say() { sed 's/^/# /' "$1" 2>/dev/null | head -n 40; }
 
-pyj() {	# pyj FILE EXPR (d is the document) prints EXPR
-	/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"
-}
-
 # newest_comm: the serial of this host's newest communicator (0: none)
 newest_comm() {
 	$C -j comm show > "$T/comms.json" 2>/dev/null &&
-		pyj "$T/comms.json" 'max([c["comm"] for c in d] + [0])'
+		coll_pyj "$T/comms.json" 'max([c["comm"] for c in d] + [0])'
 }
 
 # wait_comm OLD SECS: wait until a communicator newer than OLD and than
@@ -64,15 +60,6 @@ wait_comm() {
 		i=$((i + 1))
 	done
 	return 1
-}
-
-wait_file() {	# wait_file FILE SECONDS
-	local i=0
-	while [ ! -e "$1" ] && [ $i -lt $(($2 * 10)) ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ -e "$1" ]
 }
 
 # xrun NAME LOCAL [LOAD ARGS...]: LOCAL ranks here of 2*LOCAL, in the
@@ -112,7 +99,7 @@ mrs() {
 
 # algos FILE: the AllReduce algorithms and calls in a stats JSON
 algos() {
-	pyj "$1" '[(a["algo"], a["calls"]) for p in d["prims"] if p["prim"] == "allreduce" for a in p["algos"]]'
+	coll_pyj "$1" '[(a["algo"], a["calls"]) for p in d["prims"] if p["prim"] == "allreduce" for a in p["algos"]]'
 }
 
 # A run of LOCAL ranks here; what collctl says of its communicator is
@@ -126,7 +113,7 @@ stats_run() {
 	old=$(newest_comm)
 	xrun "$name" "$local" -H 4 "$@"
 	wait_comm "$old" 60 > "$T/$name.comm" || true
-	wait_file "$T/$name.ready" 90 || echo "# $name: no ready file"
+	coll_wait_file "$T/$name.ready" 90 || echo "# $name: no ready file"
 	s=$(cat "$T/$name.comm")
 	echo "# $name: comm ${s:-none}, ready at $(cut -d' ' -f1 /proc/uptime) s"
 	if [ -n "$s" ]; then
@@ -178,7 +165,7 @@ guest_main() {
 	cp "$T/eager.cj" "$T/comm.json"
 	cp "$T/eager.ct" "$T/comm.txt"
 	cp "$T/eager.dt" "$T/diag-ok.txt"
-	if [ "$(pyj "$T/comm.json" '(d["nhosts"], d["host"], [(p["host"], p["nranks"], p["transport"], p["fallback"], p["qps"], p["bytes-sent"] > 0) for p in d["peers"]])')" = \
+	if [ "$(coll_pyj "$T/comm.json" '(d["nhosts"], d["host"], [(p["host"], p["nranks"], p["transport"], p["fallback"], p["qps"], p["bytes-sent"] > 0) for p in d["peers"]])')" = \
 	     "(2, $g, [(0, 1, '$([ "$g" = 0 ] && echo self || echo rdma)', 'none', $([ "$g" = 0 ] && echo 0 || echo 1), $([ "$g" = 0 ] && echo False || echo True)), (1, 1, '$([ "$g" = 1 ] && echo self || echo rdma)', 'none', $([ "$g" = 1 ] && echo 0 || echo 1), $([ "$g" = 1 ] && echo False || echo True))])" ] &&
 	   grep -q "peer host $other nranks 1 transport rdma fallback none .* qps 1$" "$T/comm.txt"; then
 		tap ok "comm show: host $g of 2, host $other over RDMA with 1 QP (JSON and text)"
@@ -215,7 +202,7 @@ guest_main() {
 	COLL_TRANSPORT=rdma stats_run qps 1 -b 1048576 -n 2
 	tune_here rdma-qps 1
 	cp "$T/qps.cj" "$T/qps.json"
-	[ "$(pyj "$T/qps.json" '[p["qps"] for p in d["peers"] if p["host"] != d["host"]]')" = "[2]" ] &&
+	[ "$(coll_pyj "$T/qps.json" '[p["qps"] for p in d["peers"] if p["host"] != d["host"]]')" = "[2]" ] &&
 		tap ok "rdma-qps 2: comm show counts 2 queue pairs to host $other" ||
 		{ tap not_ok "rdma-qps 2: comm show counts 2 queue pairs to host $other"; say "$T/qps.json"; say "$T/qps.log"; }
 	sync_point qps
@@ -254,13 +241,13 @@ guest_main() {
 	$C tune set comm "$s" hier-bytes 4096 busy-poll-us 200 > "$T/percomm-set.txt" 2>&1
 	$C -j tune show comm "$s" > "$T/percomm-tune.json" 2>&1
 	$C -j tune show > "$T/percomm-mod.json" 2>&1
-	wait_file "$T/percomm.ready" 90 || sleep 12
+	coll_wait_file "$T/percomm.ready" 90 || sleep 12
 	$C -j stats comm "$s" > "$T/percomm.json" 2>&1
 	xwait || echo "# percomm: collrun exited $?"
 	n1=$(grep -c "coll_busy_poll: comm=$s " "$TR/trace")
 	trace_off coll_busy_poll
-	[ "$(pyj "$T/percomm-tune.json" '(d["hier-bytes"], d["busy-poll-us"], sorted(d["overridden"]))')" = "(4096, 200, ['busy-poll-us', 'hier-bytes'])" ] &&
-	[ "$(pyj "$T/percomm-mod.json" '(d["hier-bytes"], d["busy-poll-us"])')" = "(262144, 0)" ] &&
+	[ "$(coll_pyj "$T/percomm-tune.json" '(d["hier-bytes"], d["busy-poll-us"], sorted(d["overridden"]))')" = "(4096, 200, ['busy-poll-us', 'hier-bytes'])" ] &&
+	[ "$(coll_pyj "$T/percomm-mod.json" '(d["hier-bytes"], d["busy-poll-us"])')" = "(262144, 0)" ] &&
 	[ "$(algos "$T/percomm.json")" = "[('hier', 4)]" ] && [ "$n1" -gt 0 ] &&
 		tap ok "per communicator hier-bytes 4096, busy-poll-us 200: hier AllReduces, $n1 busy polls; module-wide unchanged" ||
 		{ tap not_ok "per communicator hier-bytes 4096, busy-poll-us 200" "busy polls $n1"; say "$T/percomm-set.txt"; say "$T/percomm-tune.json"; say "$T/percomm.json"; say "$T/percomm.log"; }
@@ -281,10 +268,10 @@ guest_main() {
 		$YNL --dump op-get > "$T/ynl-op.json" 2>&1
 		$C diag -t 1000 > "$T/diag-hung.txt" 2>&1
 		grep -q "^comm $s seq 0 prim allreduce .* arrived 1 missing 1$" "$T/op.txt" &&
-		[ "$(pyj "$T/op.json" '[(o["comm"], o["seq"], o["missing"]) for o in d]')" = "[($s, 0, [1])]" ] &&
+		[ "$(coll_pyj "$T/op.json" '[(o["comm"], o["seq"], o["missing"]) for o in d]')" = "[($s, 0, [1])]" ] &&
 			tap ok "op show names rank 1, on the other host, as the one not arrived" ||
 			{ tap not_ok "op show names rank 1, on the other host, as the one not arrived"; say "$T/op.txt"; say "$T/op.json"; }
-		[ "$(pyj "$T/ynl-op.json" '[(o["comm"], o["missing"]) for o in d]')" = "[($s, [1])]" ] &&
+		[ "$(coll_pyj "$T/ynl-op.json" '[(o["comm"], o["missing"]) for o in d]')" = "[($s, [1])]" ] &&
 			tap ok "the YNL CLI's op-get agrees" ||
 			{ tap not_ok "the YNL CLI's op-get agrees"; say "$T/ynl-op.json"; }
 		grep -q "comm $s: allreduce seq 0 has waited .* s for rank 1, which has not called it" "$T/diag-hung.txt" &&
@@ -318,14 +305,14 @@ guest_main() {
 	say "$T/mon-fb.txt"
 	say "$T/fallback.log"
 	if [ "$g" = 0 ]; then why=no-device text="no RDMA device reaches its address"; else why=peer text="the peer chose TCP"; fi
-	[ "$(pyj "$T/fb.json" '[(p["host"], p["transport"], p["fallback"], p["qps"]) for p in d["peers"] if p["host"] != d["host"]]')" = "[($other, 'tcp', '$why', 0)]" ] &&
+	[ "$(coll_pyj "$T/fb.json" '[(p["host"], p["transport"], p["fallback"], p["qps"]) for p in d["peers"] if p["host"] != d["host"]]')" = "[($other, 'tcp', '$why', 0)]" ] &&
 		tap ok "fallback: comm show has host $other over TCP, reason $why" ||
 		{ tap not_ok "fallback: comm show has host $other over TCP, reason $why"; say "$T/fb.json"; say "$T/fallback.log"; }
 	grep -q "^event fallback comm $s .*host $other fallback $why$" "$T/mon-fb.txt" &&
 		tap ok "fallback: the monitor sees the fallback event" ||
 		{ tap not_ok "fallback: the monitor sees the fallback event"; say "$T/mon-fb.txt"; }
 	grep -q "^comm $s: host $other is reached over TCP, not RDMA ($text): check the RDMA devices" "$T/fb-diag.txt" &&
-	[ "$(pyj "$T/fb-diag.json" '[(p["comm"], p["problem"]) for p in d]')" = "[($s, 'tcp-fallback')]" ] &&
+	[ "$(coll_pyj "$T/fb-diag.json" '[(p["comm"], p["problem"]) for p in d]')" = "[($s, 'tcp-fallback')]" ] &&
 		tap ok "fallback: diag names it ($text)" ||
 		{ tap not_ok "fallback: diag names it ($text)"; say "$T/fb-diag.txt"; say "$T/fb-diag.json"; }
 	[ "$g" = 0 ] && { coll_rxe_up eth0 > /dev/null || echo "# rxe0 not restored"; }

@@ -8,6 +8,21 @@
 #   COLL_ROOT COLL_RUN_DIR COLL_GUEST_NAME COLL_GUEST_LIB, and with vms.sh:
 #   GUEST_INDEX GUEST_COUNT GUEST_IP GUEST_IPS
 
+# coll_wait_file FILE SECONDS: until FILE exists; nonzero if it never did.
+coll_wait_file() {
+	local i=0
+	while [ ! -e "$1" ] && [ $i -lt $(($2 * 10)) ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -e "$1" ]
+}
+
+# coll_pyj FILE EXPR: print EXPR of the JSON document in FILE (named d).
+coll_pyj() {
+	/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"
+}
+
 coll_log() { printf '[%s %ss] %s\n' "${COLL_GUEST_NAME:-guest}" "$(cut -d' ' -f1 /proc/uptime)" "$*" >&2; }
 
 # coll_in_guest: true inside a rig guest.
