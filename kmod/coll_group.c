@@ -47,7 +47,6 @@ struct coll_gpart {
 	struct coll_sub *sub;
 	struct coll_task *cand;
 	u32 first;		/* its first op */
-	u32 nops;		/* fused: ops in it */
 	u64 bytes;		/* fused: bytes of its buffer */
 	bool fused;
 };
@@ -133,9 +132,10 @@ static void coll_group_split(struct coll_gcall *g, u32 flags)
 	for (i = 0; i < g->nops; i++) {
 		const struct coll_op *op = &g->ops[i];
 		u64 bytes = op->count * coll_dtype_size(op->dtype);
+		bool fuse = coll_group_fusable(op, flags);
 		struct coll_gpart *part = NULL;
 
-		if (coll_group_fusable(op, flags)) {
+		if (fuse) {
 			/* the open bucket of the same kind, if it has room */
 			for (p = g->nparts; p-- > 0;) {
 				const struct coll_op *f;
@@ -156,14 +156,13 @@ static void coll_group_split(struct coll_gcall *g, u32 flags)
 			part = &g->parts[g->nparts++];
 			*part = (struct coll_gpart){
 				.first = i,
-				.fused = coll_group_fusable(op, flags),
+				.fused = fuse,
 			};
 		}
 		g->part_of[i] = part - g->parts;
 		if (part->fused) {
 			g->off[i] = part->bytes;
 			part->bytes += bytes;
-			part->nops++;
 		}
 	}
 }
@@ -200,8 +199,7 @@ static int coll_group_stage(struct coll_gcall *g, struct coll_gpart *part,
 			return -EOVERFLOW;
 		/* AllReduce: in place, or two buffers apart */
 		if (op->sendbuf != op->recvbuf &&
-		    op->sendbuf < op->recvbuf + bytes &&
-		    op->recvbuf < op->sendbuf + bytes)
+		    coll_ranges_overlap(op->sendbuf, bytes, op->recvbuf, bytes))
 			return -EINVAL;
 		if (fault_in_safe_writeable(u64_to_user_ptr(op->recvbuf),
 					    bytes))

@@ -474,6 +474,12 @@ void coll_task_release_rank(struct coll_task *task, u32 rank);
 
 u32 coll_task_prim(const struct coll_task *task);
 
+/* Do byte ranges [a, a + alen) and [b, b + blen) share a byte? */
+static inline bool coll_ranges_overlap(u64 a, u64 alen, u64 b, u64 blen)
+{
+	return alen && blen && a < b + blen && b < a + alen;
+}
+
 /* coll_match.c: submissions, matched across ranks by sequence number */
 int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd);
 int coll_op_check(const struct coll_op *arg);

@@ -29,11 +29,6 @@ struct coll_sub *coll_sub_alloc(void)
 	return sub;
 }
 
-static bool coll_ranges_overlap(u64 a, u64 alen, u64 b, u64 blen)
-{
-	return alen && blen && a < b + blen && b < a + alen;
-}
-
 /* Give back one buffer, to the registration cache if it came from there. */
 static void coll_sub_put_obuf(struct coll_obuf *ob, bool keep)
 {

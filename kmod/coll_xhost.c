@@ -778,8 +778,8 @@ static int coll_xhost_stash(struct coll_comm *comm, u32 host,
 	bool bad;
 
 	lockdep_assert_held(&comm->lock);
-	bad = seq < comm->next_task_seq ||
-	      seq - comm->next_task_seq >= COLL_XHOST_AHEAD ||
+	/* seq >= next_task_seq: coll_xhost_route() drops older ones */
+	bad = seq - comm->next_task_seq >= COLL_XHOST_AHEAD ||
 	      (m->hdr.type == COLL_MSG_READY && m->hdr.round);
 	list_for_each_entry(old, &comm->early[host], node)
 		bad |= old->hdr.seq == m->hdr.seq &&
