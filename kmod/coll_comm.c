@@ -90,6 +90,7 @@ static void coll_comm_release(struct kref *kref)
 	coll_nl_notify(comm, COLLECTIVE_EVENT_DESTROYED, comm->error, NULL, 0,
 		       0, GFP_ATOMIC);
 	coll_kvfree(comm->stats, sizeof(*comm->stats));
+	coll_eager_free(comm);
 	coll_plan_cache_flush(&comm->plans);
 	coll_comm_free_hosts(comm);
 	atomic64_dec(&coll_stats.comms);
@@ -198,6 +199,7 @@ static struct coll_comm *coll_comm_create(struct net *net, const u8 *id,
 	comm->born = jiffies;
 	comm->state = COLL_COMM_JOINING;
 	init_waitqueue_head(&comm->join_wq);
+	init_waitqueue_head(&comm->eager_wq);
 	spin_lock_init(&comm->lock);
 	INIT_LIST_HEAD(&comm->tasks);
 	coll_plan_cache_init(&comm->plans);
@@ -278,6 +280,7 @@ static void coll_comm_end(struct coll_comm *comm, int err, u32 spare,
 		list_add_tail(&task->abort_node, &doomed);
 	}
 	spin_unlock(&comm->lock);
+	coll_eager_wake(comm);
 	if (first)
 		coll_nl_notify(comm, COLLECTIVE_EVENT_FAILED, err, why, from,
 			       0, GFP_KERNEL);

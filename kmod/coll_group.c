@@ -293,6 +293,11 @@ static int coll_group_run(struct coll_gcall *g, u32 rank)
 	for (p = 0; p < g->nparts; p++) {
 		struct coll_task *task = g->tasks[p];
 
+		if (IS_ERR(task)) {	/* it met an eager collective */
+			if (!ret)
+				ret = PTR_ERR(task);
+			continue;
+		}
 		err = coll_run_participate(task, true);
 		if (!err && g->parts[p].fused)
 			err = coll_group_unstage(g, p);
@@ -391,13 +396,18 @@ int coll_group_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
 				       g.starts);
 	if (ret)
 		goto out_free;
-	/* The parts belong to their tasks now; unused candidates do not. */
+	/*
+	 * The parts belong to their tasks now, but for those that met an
+	 * eager collective; unused candidates do not.
+	 */
 	for (p = 0; p < g.nparts; p++) {
 		coll_task_free_unused(g.cands[p]);
 		g.parts[p].cand = NULL;
-		g.parts[p].sub = NULL;
+		if (!IS_ERR(g.tasks[p]))
+			g.parts[p].sub = NULL;
 	}
-	trace_coll_group(g.tasks[0], rank, g.nops, g.nparts);
+	if (!IS_ERR(g.tasks[0]))
+		trace_coll_group(g.tasks[0], rank, g.nops, g.nparts);
 	coll_member_put(m);
 	m = NULL;
 	ret = coll_group_run(&g, rank);

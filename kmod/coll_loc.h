@@ -72,6 +72,7 @@ struct coll_proc;
 struct coll_task;
 struct coll_link;
 struct coll_xtask;
+struct coll_eager;
 struct crypto_shash;
 struct net;
 struct socket;
@@ -112,6 +113,7 @@ extern unsigned int coll_port;
 extern unsigned int coll_eager_bytes;
 extern unsigned int coll_hier_bytes;
 extern unsigned int coll_peer_timeout_ms;
+extern unsigned int coll_slot_bytes;
 
 /* coll_regcache.c: the registration cache of a descriptor */
 struct coll_reg;
@@ -252,6 +254,7 @@ struct coll_pstat {
 	u64 pins;			/* buffers pinned for those calls */
 	u64 pinned_pages;		/* their pages */
 	u64 reg_hits;			/* buffers found pinned (reg. cache) */
+	u64 eager;			/* calls run through the slots */
 	u32 err_no[COLL_STAT_NERR];	/* positive errno, 0: free slot */
 	u64 err_count[COLL_STAT_NERR];	/* the last slot also counts others */
 };
@@ -262,6 +265,9 @@ struct coll_comm_stats {
 
 u32 coll_stats_bucket(u64 bytes);
 void coll_stats_task_done(struct coll_task *task, int status);
+struct coll_desc;
+void coll_stats_eager_done(struct coll_comm *comm, const struct coll_desc *d,
+			   u64 t_start, int status);
 
 /* coll_comm.c */
 enum coll_comm_state {
@@ -318,6 +324,10 @@ struct coll_comm {
 	int error;			/* lock: why it died (negative errno) */
 	struct coll_tune tune;		/* coll_tune.c */
 	struct coll_comm_stats *stats;	/* lock */
+
+	/* small collectives of one host (coll_eager.c) */
+	struct coll_eager *eager;	/* lock: NULL until the first */
+	wait_queue_head_t eager_wq;	/* their waiters */
 };
 
 struct coll_member {
@@ -472,6 +482,28 @@ int coll_sub_pin(struct coll_sub *sub, struct coll_file *cf,
 void coll_sub_unpin(struct coll_sub *sub, bool keep);
 void coll_task_release_rank(struct coll_task *task, u32 rank);
 
+/* The bytes of a rank's buffers, and how they overlap (in place). */
+struct coll_layout {
+	u64 bytes[2];		/* by enum coll_sbuf */
+	bool inplace;		/* the buffers overlap, as follows */
+	u32 outer, inner;	/* enum coll_sbuf */
+	u64 off;		/* bytes: inner = outer + off */
+};
+
+int coll_op_layout(const struct coll_op *arg, u32 nranks, u32 rank,
+		   struct coll_layout *lay);
+
+/* Do two ranks' parts agree on a collective (EPROTO otherwise)? */
+static inline bool coll_desc_equal(const struct coll_desc *a,
+				   const struct coll_desc *b)
+{
+	return a->prim == b->prim && a->dtype == b->dtype &&
+	       a->redop == b->redop && a->root == b->root &&
+	       a->algo == b->algo && a->count == b->count &&
+	       a->group == b->group &&
+	       (a->prim != COLL_ALLTOALL || a->inplace == b->inplace);
+}
+
 u32 coll_task_prim(const struct coll_task *task);
 
 /* Do byte ranges [a, a + alen) and [b, b + blen) share a byte? */
@@ -486,6 +518,14 @@ int coll_op_check(const struct coll_op *arg);
 int coll_match_publish_group(struct coll_member *m, struct coll_sub **subs,
 			     struct coll_task **cands, u32 n,
 			     struct coll_task **tasks, bool *starts);
+
+struct coll_task *coll_task_find(struct coll_comm *comm, u64 seq);
+
+/* coll_eager.c: small collectives of one host through kernel slots */
+int coll_eager_submit(struct coll_member *m, const struct coll_op *arg);
+bool coll_eager_disagree_locked(struct coll_member *m);
+void coll_eager_wake(struct coll_comm *comm);
+void coll_eager_free(struct coll_comm *comm);
 
 /* coll_group.c: several collectives in one call (COLL_GROUP) */
 int coll_group_submit(struct coll_file *cf, struct coll_ucmd *ucmd);

@@ -59,7 +59,7 @@ int coll_op_check(const struct coll_op *arg)
 }
 
 /* Locks: comm->lock. */
-static struct coll_task *coll_task_find(struct coll_comm *comm, u64 seq)
+struct coll_task *coll_task_find(struct coll_comm *comm, u64 seq)
 {
 	struct coll_task *task;
 
@@ -86,7 +86,9 @@ static bool coll_match_peek(struct coll_member *m)
  * Locks: comm->lock, the communicator alive.  Put @sub into the task of
  * @m's next collective, creating it from *@cand (then set to NULL) if it is
  * not there yet.  Return: the task, or NULL if it had to be created and
- * *@cand was NULL.
+ * *@cand was NULL, or ERR_PTR(-EPROTO) if the first rank of that
+ * collective took the eager path, which this submission cannot follow
+ * (coll_eager_disagree_locked(): the caller wakes the slot's waiters).
  */
 static struct coll_task *coll_match_publish_locked(struct coll_member *m,
 						   struct coll_sub *sub,
@@ -97,6 +99,8 @@ static struct coll_task *coll_match_publish_locked(struct coll_member *m,
 	struct coll_task *task;
 
 	lockdep_assert_held(&comm->lock);
+	if (coll_eager_disagree_locked(m))
+		return ERR_PTR(-EPROTO);
 	task = coll_task_find(comm, m->next_seq);
 	if (!task) {
 		if (!*cand)
@@ -139,7 +143,9 @@ static struct coll_task *coll_match_publish_locked(struct coll_member *m,
  *
  * Return: the task, or ERR_PTR(-ECONNRESET) for a dead communicator, or
  * ERR_PTR(-EAGAIN) if a task had to be created and @cand was NULL, or
- * ERR_PTR(-ENOSPC) if it may not be created yet (coll_xhost_too_far()).
+ * ERR_PTR(-ENOSPC) if it may not be created yet (coll_xhost_too_far()),
+ * or ERR_PTR(-EPROTO) if the collective went the eager path (the
+ * sequence number is spent).
  */
 static struct coll_task *coll_match_publish(struct coll_member *m,
 					    struct coll_sub *sub,
@@ -161,6 +167,8 @@ static struct coll_task *coll_match_publish(struct coll_member *m,
 		task = ERR_PTR(-EAGAIN);
 out_unlock:
 	spin_unlock(&comm->lock);
+	if (PTR_ERR_OR_ZERO(task) == -EPROTO)
+		coll_eager_wake(comm);
 	return task;
 }
 
@@ -171,7 +179,9 @@ out_unlock:
  * @cands: a task allocated for each part; those used are set to NULL
  * @n: parts, > 0
  * @tasks: filled with the task of each part, each with the blocking
- *         caller's reference (and the starter's where @starts says)
+ *         caller's reference (and the starter's where @starts says), or
+ *         ERR_PTR(-EPROTO) for a part whose collective went the eager
+ *         path (its sequence number spent, its part still the caller's)
  * @starts: filled: this rank was the last to arrive at that task
  *
  * All or nothing, in one hold of comm->lock: the group takes @n
@@ -209,6 +219,7 @@ int coll_match_publish_group(struct coll_member *m, struct coll_sub **subs,
 	}
 out_unlock:
 	spin_unlock(&comm->lock);
+	coll_eager_wake(comm);
 	return ret;
 }
 
@@ -277,6 +288,11 @@ int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
 	if (coll_prim_rooted(arg->prim) && arg->root >= m->comm->nranks) {
 		ret = -EINVAL;
 		goto err_unreserve;
+	}
+	if (!nonblock) {
+		ret = coll_eager_submit(m, arg);
+		if (ret != -EAGAIN)
+			goto err_put_member;
 	}
 	sub = coll_sub_alloc();
 	if (!sub) {

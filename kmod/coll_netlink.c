@@ -492,7 +492,9 @@ static int coll_nl_pstat_fill(struct sk_buff *msg, u32 prim,
 	    nla_put_u64_64bit(msg, COLLECTIVE_A_PRIM_STATS_PINNED_PAGES,
 			      ps->pinned_pages, COLLECTIVE_A_PRIM_STATS_PAD) ||
 	    nla_put_u64_64bit(msg, COLLECTIVE_A_PRIM_STATS_REG_HITS,
-			      ps->reg_hits, COLLECTIVE_A_PRIM_STATS_PAD))
+			      ps->reg_hits, COLLECTIVE_A_PRIM_STATS_PAD) ||
+	    nla_put_u64_64bit(msg, COLLECTIVE_A_PRIM_STATS_EAGER,
+			      ps->eager, COLLECTIVE_A_PRIM_STATS_PAD))
 		return -EMSGSIZE;
 	for (i = 0; i < COLLECTIVE_HIST_BUCKETS; i++)
 		if (nla_put_u64_64bit(msg, COLLECTIVE_A_PRIM_STATS_HIST,

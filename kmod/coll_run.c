@@ -622,16 +622,6 @@ int coll_run_plan_ahead(struct coll_comm *comm, struct coll_sub *sub)
 	return 0;
 }
 
-static bool coll_desc_equal(const struct coll_desc *a,
-			    const struct coll_desc *b)
-{
-	return a->prim == b->prim && a->dtype == b->dtype &&
-	       a->redop == b->redop && a->root == b->root &&
-	       a->algo == b->algo && a->count == b->count &&
-	       a->group == b->group &&
-	       (a->prim != COLL_ALLTOALL || a->inplace == b->inplace);
-}
-
 /*
  * In-place AlltoAll across hosts: a rank's blocks are read by peers while
  * it receives theirs, so each local rank sends from a kernel copy of its

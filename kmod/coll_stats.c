@@ -90,3 +90,35 @@ void coll_stats_task_done(struct coll_task *task, int status)
 	if (task->desc.algo < COLL_ALGO_MAX)
 		ps->algo[task->desc.algo]++;
 }
+
+/**
+ * coll_stats_eager_done() - count a collective that went through the slots
+ * @comm: its communicator
+ * @d: its descriptor (the first rank's)
+ * @t_start: ns: when the last rank arrived (0 if none did)
+ * @status: its result
+ *
+ * Locks: comm->lock.
+ */
+void coll_stats_eager_done(struct coll_comm *comm, const struct coll_desc *d,
+			   u64 t_start, int status)
+{
+	u64 bytes = d->count * coll_desc_esize(d);
+	struct coll_pstat *ps;
+
+	lockdep_assert_held(&comm->lock);
+	if (!comm->stats || d->prim >= COLL_PRIM_MAX)
+		return;
+	ps = &comm->stats->prim[d->prim];
+	ps->calls++;
+	ps->eager++;
+	if (status) {
+		coll_stats_error(ps, status);
+		return;
+	}
+	ps->bytes += bytes;
+	if (t_start)
+		ps->time_ns += ktime_get_ns() - t_start;
+	ps->hist[coll_stats_bucket(bytes)]++;
+	ps->hist_bytes[coll_stats_bucket(bytes)] += bytes;
+}

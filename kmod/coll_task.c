@@ -59,6 +59,58 @@ static int coll_sub_pin_one(struct coll_sub *sub, struct coll_file *cf,
 }
 
 /**
+ * coll_op_layout() - the bytes of a rank's buffers, and an in-place layout
+ * @arg: the validated argument
+ * @nranks: the communicator's size
+ * @rank: the caller's rank
+ * @lay: filled: bytes[] by enum coll_sbuf; if the buffers overlap
+ *       (inplace), the inner one lies at byte off of the outer one
+ *
+ * Needs no lock; reads no user memory.
+ *
+ * Return: 0, -EOVERFLOW (the collective moves more than COLL_MAX_BYTES, or
+ * a buffer's range wraps) or -EINVAL (the buffers overlap in a way no in-place call does).
+ */
+int coll_op_layout(const struct coll_op *arg, u32 nranks, u32 rank,
+		   struct coll_layout *lay)
+{
+	u64 addr[2] = { arg->sendbuf, arg->recvbuf };
+	u32 esize = coll_dtype_size(arg->dtype);
+	u64 total, off;
+	u32 b;
+
+	if (arg->prim == COLL_BARRIER)
+		esize = 1;
+	if (check_mul_overflow(arg->count, (u64)nranks, &total) ||
+	    check_mul_overflow(total, (u64)esize, &total) ||
+	    total > COLL_MAX_BYTES)
+		return -EOVERFLOW;
+	for (b = 0; b < 2; b++) {
+		lay->bytes[b] = coll_sched_buf_elems(arg->prim, nranks,
+						     arg->root, rank, b,
+						     arg->count) * esize;
+		/* a range that wraps (as coll_obuf_pin() would say) */
+		if (check_add_overflow(addr[b], lay->bytes[b], &off))
+			return -EOVERFLOW;
+	}
+	lay->inplace = false;
+	if (!coll_ranges_overlap(addr[0], lay->bytes[0], addr[1],
+				 lay->bytes[1]))
+		return 0;
+	if (!coll_sched_inplace_layout(arg->prim, nranks, arg->root, rank,
+				       arg->count, &lay->outer, &lay->inner,
+				       &off))
+		return -EINVAL;
+	off *= esize;
+	if (addr[lay->inner] != addr[lay->outer] + off ||
+	    off + lay->bytes[lay->inner] > lay->bytes[lay->outer])
+		return -EINVAL;
+	lay->off = off;
+	lay->inplace = true;
+	return 0;
+}
+
+/**
  * coll_sub_pin() - pin what this rank's part of a collective uses
  * @sub: the part; desc, ob[] and base[] are filled
  * @cf: the caller's descriptor, whose registration cache is used
@@ -66,9 +118,8 @@ static int coll_sub_pin_one(struct coll_sub *sub, struct coll_file *cf,
  * @nranks: the communicator's size
  * @rank: the caller's rank
  *
- * Works out the sizes (with overflow checks), the in-place layout if the
- * buffers overlap, then pins (or finds them pinned in @cf's registration
- * cache).  Needs no lock.
+ * Works out the sizes and the in-place layout (coll_op_layout()), then
+ * pins (or finds them pinned in @cf's registration cache).  Needs no lock.
  *
  * Return: 0, or -EOVERFLOW, -EINVAL (a bad overlap) or coll_obuf_pin()'s
  * errors, with nothing pinned.
@@ -77,9 +128,8 @@ int coll_sub_pin(struct coll_sub *sub, struct coll_file *cf,
 		 const struct coll_op *arg, u32 nranks, u32 rank)
 {
 	u64 addr[2] = { arg->sendbuf, arg->recvbuf };
-	u64 bytes[2], total, off;
-	u32 esize = coll_dtype_size(arg->dtype);
-	u32 outer, inner, b;
+	struct coll_layout lay;
+	u32 b;
 	int ret;
 
 	sub->desc = (struct coll_desc){
@@ -91,39 +141,25 @@ int coll_sub_pin(struct coll_sub *sub, struct coll_file *cf,
 		.count = arg->count,
 	};
 	sub->rank = rank;
-	if (arg->prim == COLL_BARRIER)
-		esize = 1;
-	if (check_mul_overflow(arg->count, (u64)nranks, &total) ||
-	    check_mul_overflow(total, (u64)esize, &total) ||
-	    total > COLL_MAX_BYTES)
-		return -EOVERFLOW;
-	for (b = 0; b < 2; b++)
-		bytes[b] = coll_sched_buf_elems(arg->prim, nranks, arg->root,
-						rank, b, arg->count) * esize;
-
-	if (coll_ranges_overlap(addr[0], bytes[0], addr[1], bytes[1])) {
-		if (!coll_sched_inplace_layout(arg->prim, nranks, arg->root,
-					       rank, arg->count, &outer,
-					       &inner, &off))
-			return -EINVAL;
-		off *= esize;
-		if (addr[inner] != addr[outer] + off ||
-		    off + bytes[inner] > bytes[outer])
-			return -EINVAL;
-		ret = coll_sub_pin_one(sub, cf, addr[outer], bytes[outer],
-				       true, &sub->ob[outer]);
+	ret = coll_op_layout(arg, nranks, rank, &lay);
+	if (ret)
+		return ret;
+	if (lay.inplace) {
+		ret = coll_sub_pin_one(sub, cf, addr[lay.outer],
+				       lay.bytes[lay.outer], true,
+				       &sub->ob[lay.outer]);
 		if (ret)
 			return ret;
-		sub->ob[inner] = sub->ob[outer];
-		sub->base[inner] = off;
+		sub->ob[lay.inner] = sub->ob[lay.outer];
+		sub->base[lay.inner] = lay.off;
 		sub->desc.inplace = true;
 		return 0;
 	}
 
 	for (b = 0; b < 2; b++) {
-		if (!bytes[b])
+		if (!lay.bytes[b])
 			continue;
-		ret = coll_sub_pin_one(sub, cf, addr[b], bytes[b],
+		ret = coll_sub_pin_one(sub, cf, addr[b], lay.bytes[b],
 				       b == COLL_SBUF_RECV, &sub->ob[b]);
 		if (ret)
 			goto err_release;

@@ -95,6 +95,36 @@ TRACE_EVENT(coll_group,
 		      __entry->comm, __entry->seq, __entry->rank,
 		      __entry->nops, __entry->nparts));
 
+/* The eager path (coll_eager.c): a rank at a slot, and what it did. */
+#define COLL_TRACE_EAGER_ARRIVE		0
+#define COLL_TRACE_EAGER_LAST		1
+#define COLL_TRACE_EAGER_DISAGREE	2
+
+TRACE_EVENT(coll_eager,
+	    TP_PROTO(const struct coll_comm *comm, u32 rank,
+		     const struct coll_desc *d, u64 seq, u32 what),
+	    TP_ARGS(comm, rank, d, seq, what),
+	    TP_STRUCT__entry(__field(u32, comm)
+			     __field(u64, seq)
+			     __field(u32, rank)
+			     __field(u32, prim)
+			     __field(u64, count)
+			     __field(u32, what)),
+	    TP_fast_assign(__entry->comm = comm->serial;
+			   __entry->seq = seq;
+			   __entry->rank = rank;
+			   __entry->prim = d->prim;
+			   __entry->count = d->count;
+			   __entry->what = what;),
+	    TP_printk("comm=%u seq=%llu rank=%u prim=%u count=%llu %s",
+		      __entry->comm, __entry->seq, __entry->rank,
+		      __entry->prim, __entry->count,
+		      __print_symbolic(__entry->what,
+				       { COLL_TRACE_EAGER_ARRIVE, "arrive" },
+				       { COLL_TRACE_EAGER_LAST, "last" },
+				       { COLL_TRACE_EAGER_DISAGREE,
+					 "disagree" })));
+
 DECLARE_EVENT_CLASS(coll_op_class,
 		    TP_PROTO(const struct coll_task *task, int err),
 		    TP_ARGS(task, err),

@@ -727,9 +727,9 @@ ABI_TEST(abi, comm_handle_other_fd)
 /* ---- COLL_SUBMIT ----------------------------------------------------------- */
 
 /*
- * The call's two buffers (a page each) stay pinned in the descriptor's
- * registration cache, unless reg_cache is 0; a second call finds them
- * there and pins nothing more.
+ * On the task path (an algorithm asked for), the call's two buffers (a
+ * page each) stay pinned in the descriptor's registration cache, unless
+ * reg_cache is 0; a second call finds them there and pins nothing more.
  */
 ABI_TEST(abi, submit_allreduce)
 {
@@ -737,6 +737,7 @@ ABI_TEST(abi, submit_allreduce)
 	struct coll_info before, after, want;
 	long cache = st_param_get("reg_cache");
 
+	op.algo = COLL_ALGO_DIRECT;
 	ASSERT_LE(0, cache);
 	ASSERT_OK(st_info(self->fd, &before));
 	ASSERT_OK(st_submit(self->fd, &op));
@@ -752,6 +753,36 @@ ABI_TEST(abi, submit_allreduce)
 	EXPECT_TRUE(ar_result_ok(&self->b));
 	EXPECT_EQ(0, st_info_settle(&want, &after, 1000));
 	EXPECT_EQ(before.out_reg_hits + (cache ? 2 : 0), after.out_reg_hits);
+}
+
+/*
+ * A small blocking call with COLL_ALGO_AUTO goes through the eager slots
+ * (module parameter slot_bytes): it counts as a collective, and pins
+ * nothing, neither at the first call nor later.
+ */
+ABI_TEST(abi, submit_allreduce_eager)
+{
+	struct coll_op op = ar_op(self);
+	struct coll_info before, after;
+	long slot = st_param_get("slot_bytes");
+	int i;
+
+	ASSERT_LE(0, slot);
+	if ((size_t)slot < 2 * NELEM * 4)
+		SKIP(return, "slot_bytes %ld: 8 KiB calls take the task path",
+		     slot);
+	ASSERT_OK(st_info(self->fd, &before));
+	for (i = 0; i < 3; i++) {
+		memset(self->b.recv, POISON, NELEM * 4);
+		ASSERT_OK(st_submit(self->fd, &op));
+		EXPECT_TRUE(ar_result_ok(&self->b));
+	}
+	ASSERT_OK(st_info(self->fd, &after));
+	EXPECT_EQ(before.out_ops_total + 3, after.out_ops_total);
+	EXPECT_EQ(before.out_ops, after.out_ops);
+	EXPECT_EQ(before.out_pinned_pages, after.out_pinned_pages);
+	EXPECT_EQ(before.out_reg_hits, after.out_reg_hits);
+	EXPECT_EQ(before.out_reg_misses, after.out_reg_misses);
 }
 
 ABI_TEST(abi, submit_size_short)
@@ -1624,6 +1655,17 @@ static int peer_main(int unused, void *arg)
 				if (recv[i] != 3 * (i + 1))
 					res.verified = 0;
 		}
+		/* rank 0 sends i + 1: a Broadcast from it, a Gather to us */
+		if (!r && m.op.dtype == COLL_INT32 &&
+		    ((m.op.prim == COLL_BROADCAST && m.op.root == 0) ||
+		     (m.op.prim == COLL_GATHER && m.op.root == 1))) {
+			res.verified = 1;
+			for (i = 0; i < (int)m.op.count; i++)
+				if (recv[i] != i + 1 ||
+				    (m.op.prim == COLL_GATHER &&
+				     recv[m.op.count + i] != 2 * (i + 1)))
+					res.verified = 0;
+		}
 		if (write(pa->wfd, &res, sizeof(res)) != sizeof(res))
 			return 2;
 	}
@@ -1933,6 +1975,144 @@ ABI_TEST(pair, mismatch_barrier)
 	b.dtype = 0;
 	b.count = 0;
 	mismatch(_metadata, self, a, b);
+}
+
+/*
+ * Small calls with COLL_ALGO_AUTO go through the eager slots: ranks that
+ * disagree there fail with EPROTO alike, whichever arrives first.
+ */
+static struct coll_op eager_op(void)
+{
+	return st_op(0, COLL_ALLREDUCE, COLL_INT32, COLL_SUM, 0, NULL, NULL,
+		     16);
+}
+
+ABI_TEST(pair, eager_mismatch_count)
+{
+	struct coll_op a = eager_op(), b = eager_op();
+
+	b.count = 17;
+	mismatch(_metadata, self, a, b);
+}
+
+ABI_TEST(pair, eager_mismatch_prim)
+{
+	struct coll_op a = eager_op(), b = eager_op();
+
+	b.prim = COLL_ALLGATHER;
+	mismatch(_metadata, self, a, b);
+}
+
+/* One rank eager, the other on the task path (an algorithm forced). */
+ABI_TEST(pair, eager_mismatch_algo)
+{
+	struct coll_op a = eager_op(), b = eager_op();
+
+	b.algo = COLL_ALGO_DIRECT;
+	mismatch(_metadata, self, a, b);
+	a.algo = COLL_ALGO_RING;
+	b.algo = COLL_ALGO_AUTO;
+	mismatch(_metadata, self, a, b);
+}
+
+/* One rank small enough for the slots, the other too large for them. */
+ABI_TEST(pair, eager_mismatch_size)
+{
+	struct coll_op a = eager_op(), b = eager_op();
+
+	b.count = NELEM + NELEM / 2;	/* 2 ranks: 18 KiB > slot_bytes */
+	mismatch(_metadata, self, a, b);
+	mismatch(_metadata, self, b, a);
+}
+
+ABI_TEST(pair, eager_mismatch_barrier)
+{
+	struct coll_op a = eager_op(), b = eager_op();
+
+	b.prim = COLL_BARRIER;
+	b.dtype = 0;
+	b.count = 0;
+	mismatch(_metadata, self, a, b);
+}
+
+/*
+ * Blocking and non-blocking calls of one collective do not match (as in
+ * MPI): they fail with EPROTO on both ranks, nothing written, or (if the
+ * non-blocking one came first and made a task) they run, correctly.
+ */
+ABI_TEST(pair, eager_blocking_vs_nonblocking)
+{
+	struct coll_op op = pair_ar(self);
+	struct peer_res res;
+	size_t i;
+	int r, k;
+
+	op.count = 16;
+	for (k = 0; k < 5; k++) {
+		memset(self->b.recv, POISON, NELEM * 4);
+		op.flags = COLL_OP_F_NONBLOCK;
+		ASSERT_EQ(0, peer_send(self, &op));	/* the peer blocks */
+		r = st_submit(self->fd, &op);
+		if (!r)
+			r = st_wait(self->fd, op.out_req, PEER_MS);
+		ASSERT_EQ(0, peer_result(self, &res));
+		if (r) {
+			EXPECT_EQ(-EPROTO, r) TH_LOG("%s", st_errname(r));
+			EXPECT_EQ(EPROTO, res.err);
+			EXPECT_TRUE(untouched(self->b.recv, NELEM * 4));
+			EXPECT_TRUE(res.untouched);
+			continue;
+		}
+		EXPECT_EQ(0, res.err) TH_LOG("peer: %s", st_errname(res.err));
+		EXPECT_TRUE(res.verified);
+		for (i = 0; i < op.count; i++)
+			ASSERT_EQ(3 * (int)(i + 1), self->b.recv[i]);
+	}
+}
+
+/*
+ * The root of a small Broadcast returns before the other rank has even
+ * submitted: its data waits in the slots, copied, so the root may write
+ * over its buffer at once.  Three in a row, then the peer takes them.
+ */
+ABI_TEST(pair, eager_broadcast_root_returns)
+{
+	struct coll_op op = st_op(self->comm, COLL_BROADCAST, COLL_INT32, 0, 0,
+				  self->b.send, self->b.recv, 16);
+	struct peer_res res;
+	size_t i;
+	int k;
+
+	for (k = 0; k < 3; k++) {
+		for (i = 0; i < NELEM; i++)
+			self->b.send[i] = i + 1;
+		ASSERT_OK(st_submit(self->fd, &op));
+		for (i = 0; i < op.count; i++)
+			ASSERT_EQ((int)i + 1, self->b.recv[i]);
+		memset(self->b.send, POISON, NELEM * 4);
+	}
+	for (k = 0; k < 3; k++) {
+		ASSERT_EQ(0, peer_send(self, &op));
+		ASSERT_EQ(0, peer_result(self, &res));
+		EXPECT_EQ(0, res.err) TH_LOG("peer: %s", st_errname(res.err));
+		EXPECT_TRUE(res.verified) TH_LOG("broadcast %d", k);
+	}
+	for (i = 0; i < NELEM; i++)
+		self->b.send[i] = i + 1;
+}
+
+/* A sender of a small Gather returns at once too; the root gets it all. */
+ABI_TEST(pair, eager_gather_sender_returns)
+{
+	struct coll_op op = st_op(self->comm, COLL_GATHER, COLL_INT32, 0, 1,
+				  self->b.send, NULL, 16);
+	struct peer_res res;
+
+	ASSERT_OK(st_submit(self->fd, &op));
+	ASSERT_EQ(0, peer_send(self, &op));
+	ASSERT_EQ(0, peer_result(self, &res));
+	EXPECT_EQ(0, res.err) TH_LOG("peer: %s", st_errname(res.err));
+	EXPECT_TRUE(res.verified);
 }
 
 /*

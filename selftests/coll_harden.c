@@ -329,11 +329,17 @@ HTEST(requests_capped_per_descriptor, 120)
 	fd = st_dev_open();
 	ASSERT_OK(one_rank(fd, &comm));
 	{
-		/* the barrier's plan, cached from now on */
+		/*
+		 * The eager slots (a blocking Barrier) and the Barrier's plan
+		 * (a non-blocking one), kept from now on.
+		 */
 		struct coll_op op = st_op(comm, COLL_BARRIER, 0, 0, 0, NULL,
 					  NULL, 0);
 
 		ASSERT_OK(st_submit(fd, &op));
+		op.flags = COLL_OP_F_NONBLOCK;
+		ASSERT_OK(st_submit(fd, &op));
+		ASSERT_OK(st_wait(fd, op.out_req, OP_MS));
 	}
 	ASSERT_OK(st_info_fresh(&before));
 	max = before.out_max_requests;
@@ -638,7 +644,10 @@ struct pair_shm {
 	int count;
 };
 
-/* Rank 1: joins, then runs AllReduces of 2 * (i + 1) each time told to. */
+/*
+ * Rank 1: joins, then runs a blocking AllReduce of 2 each time told to (as
+ * rank 0 does: blocking and non-blocking calls do not match).
+ */
 static int pair_peer(int unused, void *arg)
 {
 	struct pair_shm *sh = arg;
@@ -662,10 +671,7 @@ static int pair_peer(int unused, void *arg)
 		memset(recv, POISON, NELEM * 4);
 		op = st_op(comm, COLL_ALLREDUCE, COLL_INT32, COLL_SUM, 0,
 			   send, recv, NELEM);
-		op.flags = COLL_OP_F_NONBLOCK;
 		r = st_submit(fd, &op);
-		if (!r)
-			r = st_wait(fd, op.out_req, 5000);
 		__atomic_store_n(&sh->ok, r == 0 && all_eq(recv, NELEM, 3),
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&sh->done, k * 100 + (r ? -r : 0),

@@ -11,7 +11,11 @@
  *                 (4 x 64 MiB of guest memory; the time to notice a leave
  *                 must not grow with the size of a round);
  *  - nonblocking: the other three have a non-blocking AllReduce pending
- *                 and sleep in poll() on the descriptor.
+ *                 and sleep in poll() on the descriptor;
+ *  - eager:       as waiting, with a small AllReduce, which goes through
+ *                 the communicator's eager slots (no task);
+ *  - eager_running: all four loop on small blocking AllReduces (eager),
+ *                 so the leaver goes while in one or between two.
  * Every other rank's collective must fail with ECONNRESET within 1 s of
  * the leave (CLOCK_MONOTONIC, shared by all processes), its next
  * collective must fail the same way, nothing may hang (every wait is
@@ -28,9 +32,12 @@
 #define WAIT_COUNT	(256 * 1024)		/* 1 MiB of fp32 */
 #define RUN_COUNT	(16 * 1024 * 1024)	/* 64 MiB of fp32 */
 #define RUN_MAX_ITERS	1000
+#define EAGER_COUNT	16			/* 64 bytes: the eager path */
+#define EAGER_MAX_ITERS	100000000
 
 enum how { HOW_KILL, HOW_DESTROY, HOW_CLOSE };
-enum scenario { SC_WAITING, SC_RUNNING, SC_NONBLOCKING };
+enum scenario { SC_WAITING, SC_RUNNING, SC_NONBLOCKING, SC_EAGER,
+		SC_EAGER_RUNNING };
 
 static const char *const how_names[] = { "SIGKILL", "COMM_DESTROY", "close" };
 
@@ -98,6 +105,37 @@ static int leaver_linger(struct kshm *sh)
 	return 0;
 }
 
+/* Small blocking AllReduces with the others until killed or told to go. */
+static int leaver_eager(const struct kargs *a, int fd, uint32_t comm)
+{
+	struct kshm *sh = a->sh;
+	float *buf = map_floats(EAGER_COUNT);
+	struct coll_op op;
+	int r, i;
+
+	if (!buf)
+		return 21;
+	op = st_op(comm, COLL_ALLREDUCE, COLL_FP32, COLL_SUM, 0, buf, buf,
+		   EAGER_COUNT);
+	__atomic_store_n(&sh->entered[a->leaver], 1, __ATOMIC_RELEASE);
+	for (i = 0; i < EAGER_MAX_ITERS; i++) {
+		if (a->how != HOW_KILL &&
+		    __atomic_load_n(&sh->leave, __ATOMIC_ACQUIRE)) {
+			sh->leaver_step = 2;
+			if (do_leave(a, fd, comm))
+				return 22;
+			return leaver_linger(sh);
+		}
+		r = st_submit(fd, &op);
+		if (r) {
+			st_log("leaver: AllReduce before leaving: %s",
+			       st_errname(r));
+			return 23;
+		}
+	}
+	return 24;
+}
+
 static int leaver_main(const struct kargs *a, int fd, uint32_t comm)
 {
 	struct kshm *sh = a->sh;
@@ -106,6 +144,8 @@ static int leaver_main(const struct kargs *a, int fd, uint32_t comm)
 	int r, i;
 
 	sh->leaver_step = 1;
+	if (a->sc == SC_EAGER_RUNNING)
+		return leaver_eager(a, fd, comm);
 	if (a->sc != SC_RUNNING) {
 		/* Never submits. */
 		__atomic_store_n(&sh->entered[a->leaver], 1, __ATOMIC_RELEASE);
@@ -198,7 +238,8 @@ static int survivor_main(const struct kargs *a, int rank, int fd,
 			 uint32_t comm)
 {
 	struct kshm *sh = a->sh;
-	size_t count = a->sc == SC_RUNNING ? RUN_COUNT : WAIT_COUNT;
+	size_t count = a->sc == SC_RUNNING ? RUN_COUNT :
+		       a->sc >= SC_EAGER ? EAGER_COUNT : WAIT_COUNT;
 	float *send = map_floats(count), *recv;
 	struct coll_op op;
 	int r, i, ret = 0;
@@ -206,7 +247,8 @@ static int survivor_main(const struct kargs *a, int rank, int fd,
 	if (!send)
 		return 30;
 	/* Running: in place, to keep four ranks within a small guest. */
-	recv = a->sc == SC_RUNNING ? send : map_floats(count);
+	recv = a->sc == SC_RUNNING || a->sc == SC_EAGER_RUNNING ? send :
+	       map_floats(count);
 	if (!recv)
 		return 31;
 	op = st_op(comm, COLL_ALLREDUCE, COLL_FP32, COLL_SUM, 0, send, recv,
@@ -214,6 +256,7 @@ static int survivor_main(const struct kargs *a, int rank, int fd,
 
 	switch (a->sc) {
 	case SC_WAITING:
+	case SC_EAGER:
 		__atomic_store_n(&sh->entered[rank], 1, __ATOMIC_RELEASE);
 		r = st_submit(fd, &op);
 		ret = survivor_record(sh, rank, r);
@@ -221,6 +264,16 @@ static int survivor_main(const struct kargs *a, int rank, int fd,
 	case SC_RUNNING:
 		__atomic_store_n(&sh->entered[rank], 1, __ATOMIC_RELEASE);
 		for (i = 0; i < RUN_MAX_ITERS; i++) {
+			r = st_submit(fd, &op);
+			if (r)
+				break;
+			sh->iters[rank]++;
+		}
+		ret = survivor_record(sh, rank, r);
+		break;
+	case SC_EAGER_RUNNING:
+		__atomic_store_n(&sh->entered[rank], 1, __ATOMIC_RELEASE);
+		for (i = 0; i < EAGER_MAX_ITERS; i++) {
 			r = st_submit(fd, &op);
 			if (r)
 				break;
@@ -335,7 +388,7 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(kill) *self,
 	struct kargs a = {
 		.how = how,
 		.sc = sc,
-		.leaver = sc == SC_RUNNING ? 2 : 0,
+		.leaver = sc == SC_RUNNING || sc == SC_EAGER_RUNNING ? 2 : 0,
 		.sh = self->sh,
 	};
 	struct kshm *sh = self->sh;
@@ -427,6 +480,8 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(kill) *self,
 KILL_TEST(waiting, SC_WAITING)
 KILL_TEST(running, SC_RUNNING)
 KILL_TEST(nonblocking, SC_NONBLOCKING)
+KILL_TEST(eager, SC_EAGER)
+KILL_TEST(eager_running, SC_EAGER_RUNNING)
 
 /*
  * A rank killed while the others are still joining: they end with

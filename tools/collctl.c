@@ -751,7 +751,7 @@ static int cmd_op(int argc, char **argv)
 
 struct pstat {
 	uint32_t prim;
-	uint64_t calls, bytes, time_ns, pins, pinned_pages, reg_hits;
+	uint64_t calls, bytes, time_ns, pins, pinned_pages, reg_hits, eager;
 	uint64_t hist[COLLECTIVE_HIST_BUCKETS];
 	uint64_t hist_bytes[COLLECTIVE_HIST_BUCKETS];
 	uint64_t algo[8];
@@ -788,6 +788,9 @@ static void parse_pstat(struct nlattr *nest, struct pstat *ps)
 			break;
 		case COLLECTIVE_A_PRIM_STATS_REG_HITS:
 			ps->reg_hits = nla_get_u64(a);
+			break;
+		case COLLECTIVE_A_PRIM_STATS_EAGER:
+			ps->eager = nla_get_u64(a);
 			break;
 		case COLLECTIVE_A_PRIM_STATS_HIST:
 			if (h < COLLECTIVE_HIST_BUCKETS)
@@ -850,6 +853,7 @@ static int stats_msg(struct nlattr **tb, struct nlmsghdr *nlh, void *arg)
 		out_u64("pins", ps.pins);
 		out_u64("pinned-pages", ps.pinned_pages);
 		out_u64("reg-hits", ps.reg_hits);
+		out_u64("eager", ps.eager);
 		out_list_u64("hist", ps.hist, COLLECTIVE_HIST_BUCKETS);
 		out_list_u64("hist-bytes", ps.hist_bytes, COLLECTIVE_HIST_BUCKETS);
 		out_open("algos", true);

@@ -71,9 +71,14 @@
  * - EPROTO: the ranks of a communicator disagree: a different nranks for the
  *   same id, different host tables (local ranks or peer hosts), or a
  *   collective whose primitive, count, type, op, root or algorithm differs
- *   between ranks.  A collective that disagrees fails on every rank without
- *   touching any buffer, once every rank has called it (across hosts: once
- *   every host has); the communicator stays usable.
+ *   between ranks, or that some ranks submit blocking and others not (see
+ *   struct coll_op).  A collective that disagrees fails on every rank
+ *   without touching any buffer, once every rank has called it (across
+ *   hosts: once every host has); the communicator stays usable.  On the
+ *   eager path (struct coll_op), the ranks still waiting fail as soon as a
+ *   rank that disagrees calls, and a rank that had already returned (a
+ *   root of a Broadcast or Scatter, a sender of a Reduce or Gather) keeps
+ *   its 0.
  * - ETIMEDOUT: not every rank (or peer host) joined within the join timeout
  *   (for example a wrong id), or a wait timed out (the request stays
  *   pending).
@@ -391,6 +396,19 @@ enum coll_algo {
  * result, and poll() on the descriptor reports EPOLLIN while a request of
  * this descriptor is complete and not yet collected.  Collectives of one
  * communicator are matched across ranks in the order each rank submits them.
+ *
+ * The eager path: a blocking call with %COLL_ALGO_AUTO (and no algorithm
+ * forced by the tunables) on a communicator of one host, whose data fits
+ * in the communicator's eager slots (every rank's input, plus the result
+ * of a reduction, at most module parameter slot_bytes), goes through
+ * kernel buffers: its send buffer is copied in, its result copied out,
+ * nothing is pinned, and a rank whose part needs nothing of the others
+ * (the root of a Broadcast or a Scatter, a sender of a Reduce or a Gather)
+ * returns without waiting for them.  As in MPI, blocking and non-blocking
+ * submissions of one collective do not match: when a blocking rank takes
+ * the eager path first, a non-blocking submission of that collective (or a
+ * COLL_GROUP, or one forced to an algorithm) fails with EPROTO, and so do
+ * the ranks waiting for it.
  */
 struct coll_op {
 	__u32 size;

@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The eager path: small blocking collectives between the ranks of one host
+ * through kernel slots, with no task, no pinning, no plan and no allocation
+ * once a communicator has its slots.
+ *
+ * A communicator gets a ring of COLL_EAGER_SLOTS slots at its first eager
+ * collective; the collective of sequence number seq uses slot seq %
+ * COLL_EAGER_SLOTS.  A rank claims the slot of its next collective, copies
+ * its send buffer into its input area there (copy_from_user(), no lock
+ * held), then arrives.  The last rank to arrive reduces the inputs in rank
+ * order into the result area and marks the slot complete (all_in).  Each
+ * rank copies its own result out (copy_to_user()) as soon as what it needs
+ * is there: the root of a Broadcast or a Scatter, and a sender of a Reduce
+ * or a Gather, need nothing of the others and return at once; the other
+ * ranks of a Broadcast or a Scatter need only the root's arrival (root_in);
+ * every other rank waits for all_in.  A slot is free again once each rank
+ * has left it, so a root may run up to COLL_EAGER_SLOTS collectives ahead.
+ *
+ * The path of a collective is decided by the first rank to reach it, under
+ * comm->lock, where both the tasks in flight (coll_match.c) and the slots
+ * are seen: it claims the slot if the call may go this way (blocking, one
+ * host, COLL_ALGO_AUTO with no algorithm forced by the tunables, its data
+ * within slot_bytes) and the slot is free, and it makes a task otherwise.
+ * Later ranks follow the first: an eager call that finds a task joins the
+ * task; a call that finds the slot arrives there, and if it disagrees with
+ * the first rank (its descriptor, or it is not blocking, as MPI's blocking
+ * and non-blocking collectives do not match), the collective fails with
+ * EPROTO for every rank that had not returned yet, with nothing written.
+ *
+ * Waiting spins for at most spin_ns while no other task wants the CPU, as
+ * the task path does, then sleeps, killable, on comm->eager_wq; a killed
+ * rank kills the communicator, and coll_comm_end() wakes the waiters.
+ *
+ * Locks: comm->lock guards each slot's bookkeeping (busy, seq, desc, the
+ * counters, status).  A rank's input area is its own between its claim and
+ * its arrival; the result area is the last arriver's until it sets all_in.
+ * all_in and root_in are written with smp_store_release() after the data
+ * they publish and read with smp_load_acquire().
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ktime.h>
+#include <linux/overflow.h>
+#include <linux/pagemap.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/stat.h>
+#include <linux/uaccess.h>
+#include <asm/fpu/api.h>
+
+#include "coll_loc.h"
+#include "coll_trace.h"
+
+#define COLL_EAGER_SLOTS	8
+#define COLL_EAGER_MAX_BYTES	(256U << 10)	/* slot_bytes is capped here */
+
+struct coll_eslot {
+	u64 seq;		/* comm->lock: the collective, if busy */
+	bool busy;		/* comm->lock */
+	bool root_in;		/* the root arrived: release/acquire */
+	bool all_in;		/* all arrived, result there: release/acquire */
+	struct coll_desc desc;	/* comm->lock: the first rank's */
+	u32 nclaimed;		/* comm->lock: ranks copying in */
+	u32 narrived;		/* comm->lock */
+	u32 nleft;		/* comm->lock */
+	int status;		/* comm->lock; 0 or -EPROTO */
+	u64 t_start;		/* ns: the last rank arrived */
+	u8 *data;		/* slot_bytes: the inputs, then the result */
+};
+
+struct coll_eager {
+	u32 slot_bytes;
+	size_t alloc_bytes;
+	struct coll_eslot slot[COLL_EAGER_SLOTS];
+	u8 data[];
+};
+
+/* Where a collective's data lies in its slot, and what one rank moves. */
+struct coll_eshape {
+	u64 stride;		/* bytes of one rank's input area */
+	u64 res;		/* the result area's offset */
+	u64 total;		/* bytes of the slot used */
+	u64 send, recv;		/* this rank's buffers' bytes */
+};
+
+/* Broadcast and Scatter have one input: the root's, at offset 0. */
+static bool coll_eager_one_src(u32 prim)
+{
+	return prim == COLL_BROADCAST || prim == COLL_SCATTER;
+}
+
+/* Called with a count already checked by coll_op_layout(): no overflow. */
+static void coll_eager_shape(const struct coll_desc *d, u32 n,
+			     struct coll_eshape *sh)
+{
+	u64 c = d->count * coll_desc_esize(d), all = c * n;
+	u64 in;
+
+	switch (d->prim) {
+	case COLL_REDUCESCATTER:
+	case COLL_SCATTER:
+	case COLL_ALLTOALL:
+		sh->stride = all;
+		break;
+	case COLL_BARRIER:
+		sh->stride = 0;
+		break;
+	default:
+		sh->stride = c;
+	}
+	in = (coll_eager_one_src(d->prim) ? 1 : n) * sh->stride;
+	sh->res = in;
+	sh->total = in;
+	if (coll_prim_reduces(d->prim))
+		sh->total += d->prim == COLL_REDUCESCATTER ? all : c;
+}
+
+enum coll_eneed {
+	COLL_ENEED_NONE,	/* nothing to receive: leave at arrival */
+	COLL_ENEED_SELF,	/* only its own input (a root) */
+	COLL_ENEED_ROOT,	/* the root's input */
+	COLL_ENEED_ALL,		/* everyone's, or the result */
+};
+
+static enum coll_eneed coll_eager_need(const struct coll_desc *d, u32 rank)
+{
+	switch (d->prim) {
+	case COLL_REDUCE:
+	case COLL_GATHER:
+		return rank == d->root ? COLL_ENEED_ALL : COLL_ENEED_NONE;
+	case COLL_BROADCAST:
+	case COLL_SCATTER:
+		return rank == d->root ? COLL_ENEED_SELF : COLL_ENEED_ROOT;
+	default:
+		return COLL_ENEED_ALL;
+	}
+}
+
+/* The last arriver: the result, reducing in rank order as DIRECT does. */
+static void coll_eager_reduce(struct coll_eslot *s,
+			      const struct coll_eshape *sh, u32 n)
+{
+	const struct coll_desc *d = &s->desc;
+	u32 esize = coll_desc_esize(d);
+	u64 len = sh->total - sh->res;
+	size_t elems = len / esize;
+	u8 *res = s->data + sh->res;
+	coll_reduce_fn fn;
+	bool fpu;
+	u32 j;
+
+	if (!len)
+		return;
+	if (n == 1) {
+		memcpy(res, s->data, len);
+		return;
+	}
+	fn = coll_reduce_get(d->dtype, d->redop, &fpu);
+	if (fpu)
+		kernel_fpu_begin();
+	fn(res, s->data, s->data + sh->stride, elems);
+	for (j = 2; j < n; j++)
+		fn(res, res, s->data + j * sh->stride, elems);
+	if (d->redop == COLL_AVG)
+		coll_reduce_div(d->dtype, res, elems, n);
+	if (fpu)
+		kernel_fpu_end();
+}
+
+/* Copy this rank's result from the slot to its receive buffer. */
+static int coll_eager_copy_out(const struct coll_eslot *s,
+			       const struct coll_eshape *sh, u32 n, u32 rank,
+			       u64 recvbuf)
+{
+	const struct coll_desc *d = &s->desc;
+	u64 c = d->count * coll_desc_esize(d);
+	u8 __user *dst = u64_to_user_ptr(recvbuf);
+	const u8 *src;
+	u32 j;
+
+	if (!sh->recv)
+		return 0;
+	switch (d->prim) {
+	case COLL_ALLREDUCE:
+	case COLL_REDUCE:
+		src = s->data + sh->res;
+		break;
+	case COLL_REDUCESCATTER:
+		src = s->data + sh->res + rank * c;
+		break;
+	case COLL_SCATTER:
+		src = s->data + rank * c;
+		break;
+	case COLL_ALLTOALL:
+		for (j = 0; j < n; j++)
+			if (copy_to_user(dst + j * c,
+					 s->data + j * sh->stride + rank * c, c))
+				return -EFAULT;
+		return 0;
+	default:	/* AllGather, Gather, Broadcast: the inputs in order */
+		src = s->data;
+	}
+	return copy_to_user(dst, src, sh->recv) ? -EFAULT : 0;
+}
+
+/* Wake the waiters of @comm's slots, if any sleep. */
+void coll_eager_wake(struct coll_comm *comm)
+{
+	if (wq_has_sleeper(&comm->eager_wq))
+		wake_up_all(&comm->eager_wq);
+}
+
+/* Locks: comm->lock.  A rank is done with @s; the last one frees it. */
+static void coll_eager_leave_locked(struct coll_comm *comm,
+				    struct coll_eslot *s)
+{
+	lockdep_assert_held(&comm->lock);
+	if (++s->nleft < comm->nranks)
+		return;
+	s->busy = false;
+	coll_stats_eager_done(comm, &s->desc, s->t_start, s->status);
+	atomic64_dec(&coll_stats.ops);
+	if (!s->status) {
+		atomic64_inc(&coll_stats.ops_total);
+		atomic64_add(s->desc.count * coll_desc_esize(&s->desc),
+			     &coll_stats.bytes_total);
+	}
+}
+
+static void coll_eager_leave(struct coll_comm *comm, struct coll_eslot *s)
+{
+	spin_lock(&comm->lock);
+	coll_eager_leave_locked(comm, s);
+	spin_unlock(&comm->lock);
+}
+
+/*
+ * Locks: comm->lock.  @m's next collective has a slot: the slot, if so.
+ */
+static struct coll_eslot *coll_eager_find_locked(struct coll_member *m)
+{
+	struct coll_eager *e = m->comm->eager;
+	struct coll_eslot *s;
+
+	lockdep_assert_held(&m->comm->lock);
+	if (!e)
+		return NULL;
+	s = &e->slot[m->next_seq % COLL_EAGER_SLOTS];
+	return s->busy && s->seq == m->next_seq ? s : NULL;
+}
+
+/*
+ * Locks: comm->lock.  @m arrives at @s with a collective that disagrees:
+ * the collective fails with EPROTO, and @m leaves at once.
+ */
+static void coll_eager_disagree_slot(struct coll_member *m,
+				     struct coll_eslot *s)
+{
+	struct coll_comm *comm = m->comm;
+
+	lockdep_assert_held(&comm->lock);
+	trace_coll_eager(comm, m->rank, &s->desc, m->next_seq,
+			 COLL_TRACE_EAGER_DISAGREE);
+	if (!s->status)
+		s->status = -EPROTO;
+	m->next_seq++;
+	if (++s->narrived == comm->nranks) {
+		s->t_start = ktime_get_ns();
+		/* pairs with smp_load_acquire() in coll_eager_ready() */
+		smp_store_release(&s->all_in, true);
+	}
+	coll_eager_leave_locked(comm, s);
+}
+
+/**
+ * coll_eager_disagree_locked() - a task-path submission meets a slot
+ * @m: the membership, about to publish its next collective as a task
+ *
+ * If the first rank of @m's next collective took the eager path, this
+ * submission (not blocking, forced to an algorithm, in a group, or too
+ * large) cannot match it: it arrives there, failing it with EPROTO.  The
+ * caller wakes the slot's waiters (coll_eager_wake()) once it drops the lock.
+ *
+ * Locks: comm->lock.
+ *
+ * Return: true if it did (the submission fails with EPROTO; its sequence
+ * number is spent), false if no slot holds @m's next collective.
+ */
+bool coll_eager_disagree_locked(struct coll_member *m)
+{
+	struct coll_eslot *s = coll_eager_find_locked(m);
+
+	if (!s)
+		return false;
+	coll_eager_disagree_slot(m, s);
+	return true;
+}
+
+/* Give @comm its slots, unless it has them; quietly, on failure. */
+static void coll_eager_alloc(struct coll_comm *comm, u32 slot_bytes)
+{
+	size_t bytes = struct_size((struct coll_eager *)NULL, data,
+				   (size_t)slot_bytes * COLL_EAGER_SLOTS);
+	struct coll_eager *e = coll_kvzalloc(bytes);
+	u32 i;
+
+	if (!e)
+		return;
+	e->slot_bytes = slot_bytes;
+	e->alloc_bytes = bytes;
+	for (i = 0; i < COLL_EAGER_SLOTS; i++)
+		e->slot[i].data = e->data + (size_t)i * slot_bytes;
+	spin_lock(&comm->lock);
+	if (!comm->eager) {
+		comm->eager = e;
+		e = NULL;
+	}
+	spin_unlock(&comm->lock);
+	if (e)
+		coll_kvfree(e, bytes);
+}
+
+/* The communicator is going: its slots, and collectives left in them. */
+void coll_eager_free(struct coll_comm *comm)
+{
+	struct coll_eager *e = comm->eager;
+	u32 i;
+
+	if (!e)
+		return;
+	for (i = 0; i < COLL_EAGER_SLOTS; i++)
+		if (e->slot[i].busy)
+			atomic64_dec(&coll_stats.ops);
+	coll_kvfree(e, e->alloc_bytes);
+}
+
+/* Is what @need names there? */
+static bool coll_eager_have(struct coll_eslot *s, enum coll_eneed need)
+{
+	if (need == COLL_ENEED_ROOT)	/* pairs with the root's release */
+		return smp_load_acquire(&s->root_in);
+	/* pairs with smp_store_release() of the last arriver */
+	return smp_load_acquire(&s->all_in);
+}
+
+static bool coll_eager_ready(struct coll_comm *comm, struct coll_eslot *s,
+			     enum coll_eneed need)
+{
+	return READ_ONCE(comm->dead) || READ_ONCE(s->status) ||
+	       coll_eager_have(s, need);
+}
+
+/*
+ * Wait for what this rank needs: poll for up to spin_ns while no other
+ * task wants this CPU, then sleep.  Return: 0, or -EINTR (killed).
+ */
+static int coll_eager_wait(struct coll_comm *comm, struct coll_eslot *s,
+			   enum coll_eneed need)
+{
+	u64 until;
+
+	if (coll_eager_ready(comm, s, need))
+		return 0;
+	until = local_clock() + coll_tune_get(comm, COLL_TUNE_SPIN_NS);
+	while (!coll_eager_ready(comm, s, need) && local_clock() < until) {
+		if (need_resched() || !single_task_running() ||
+		    fatal_signal_pending(current))
+			break;
+		cpu_relax();
+	}
+	return wait_event_killable(comm->eager_wq,
+				   coll_eager_ready(comm, s, need));
+}
+
+/* May a first rank take the eager path for this collective? */
+static bool coll_eager_may(struct coll_comm *comm, const struct coll_desc *d,
+			   const struct coll_eshape *sh)
+{
+	struct coll_eager *e = READ_ONCE(comm->eager);
+	u32 cap = e ? e->slot_bytes :
+		  min(READ_ONCE(coll_slot_bytes), COLL_EAGER_MAX_BYTES);
+
+	if (!cap || sh->total > cap ||
+	    coll_tune_algo(comm, d->prim) != COLL_ALGO_AUTO)
+		return false;
+	if (!e)
+		coll_eager_alloc(comm, cap);
+	return READ_ONCE(comm->eager);
+}
+
+/**
+ * coll_eager_submit() - a blocking COLL_SUBMIT through the slots
+ * @m: the membership (a reference held)
+ * @arg: the validated argument, blocking, its root checked
+ *
+ * Locks: takes comm->lock, never held while copying or waiting.
+ *
+ * Return: -EAGAIN if the collective goes the task path (the caller runs it
+ * there, nothing was done), else the call's result: 0, -EPROTO (the ranks
+ * disagree), -EFAULT (a buffer that cannot be read or written, found
+ * before anything happened), -EINVAL or -EOVERFLOW (as coll_op_layout()),
+ * -ECONNRESET (the communicator died) or -EINTR (killed).
+ */
+int coll_eager_submit(struct coll_member *m, const struct coll_op *arg)
+{
+	struct coll_comm *comm = m->comm;
+	u32 n = comm->nranks, rank = m->rank;
+	struct coll_layout lay;
+	struct coll_eshape sh;
+	struct coll_desc d;
+	struct coll_eslot *s;
+	enum coll_eneed need;
+	bool last, root;
+	u64 seq;
+	int ret;
+
+	if (comm->hosts || arg->algo != COLL_ALGO_AUTO)
+		return -EAGAIN;
+	ret = coll_op_layout(arg, n, rank, &lay);
+	if (ret)
+		return ret;
+	d = (struct coll_desc){
+		.prim = arg->prim,
+		.dtype = arg->dtype,
+		.redop = arg->redop,
+		.root = arg->root,
+		.algo = arg->algo,
+		.count = arg->count,
+		.inplace = lay.inplace,
+	};
+	coll_eager_shape(&d, n, &sh);
+	sh.send = lay.bytes[COLL_SBUF_SEND];
+	sh.recv = lay.bytes[COLL_SBUF_RECV];
+	if (!coll_eager_may(comm, &d, &sh))
+		return -EAGAIN;
+	/* As a pin would: a receive buffer that cannot be written fails now. */
+	if (sh.recv && fault_in_safe_writeable(u64_to_user_ptr(arg->recvbuf),
+					       sh.recv))
+		return -EFAULT;
+	need = coll_eager_need(&d, rank);
+	root = coll_eager_one_src(d.prim) && rank == d.root;
+
+retry:
+	spin_lock(&comm->lock);
+	if (comm->dead) {
+		spin_unlock(&comm->lock);
+		return -ECONNRESET;
+	}
+	seq = m->next_seq;
+	if (coll_task_find(comm, seq)) {
+		/* the first rank made a task: follow it */
+		spin_unlock(&comm->lock);
+		return -EAGAIN;
+	}
+	s = coll_eager_find_locked(m);
+	if (!s) {
+		s = &comm->eager->slot[seq % COLL_EAGER_SLOTS];
+		if (s->busy) {
+			/* a root ran this far ahead: the task path */
+			spin_unlock(&comm->lock);
+			return -EAGAIN;
+		}
+		*s = (struct coll_eslot){
+			.seq = seq,
+			.busy = true,
+			.desc = d,
+			.data = s->data,
+		};
+		atomic64_inc(&coll_stats.ops);
+	}
+	if (!coll_desc_equal(&s->desc, &d)) {
+		coll_eager_disagree_slot(m, s);
+		spin_unlock(&comm->lock);
+		coll_eager_wake(comm);
+		return -EPROTO;
+	}
+	s->nclaimed++;
+	spin_unlock(&comm->lock);
+
+	if (sh.send &&
+	    copy_from_user(s->data + (root ? 0 : rank * sh.stride),
+			   u64_to_user_ptr(arg->sendbuf), sh.send)) {
+		spin_lock(&comm->lock);
+		/* nobody else holds it: it is free again, for any path */
+		if (!--s->nclaimed && !s->narrived) {
+			s->busy = false;
+			atomic64_dec(&coll_stats.ops);
+		}
+		spin_unlock(&comm->lock);
+		return -EFAULT;
+	}
+
+	spin_lock(&comm->lock);
+	s->nclaimed--;
+	if (m->next_seq != seq || comm->dead) {
+		/* another thread of this membership arrived first */
+		spin_unlock(&comm->lock);
+		goto retry;
+	}
+	m->next_seq++;
+	last = ++s->narrived == n;
+	if (last)
+		s->t_start = ktime_get_ns();
+	if (root)	/* pairs with smp_load_acquire() in coll_eager_ready() */
+		smp_store_release(&s->root_in, true);
+	ret = s->status;
+	trace_coll_eager(comm, rank, &d, seq, last ? COLL_TRACE_EAGER_LAST :
+			 COLL_TRACE_EAGER_ARRIVE);
+	if (need == COLL_ENEED_NONE && !last)
+		coll_eager_leave_locked(comm, s);
+	spin_unlock(&comm->lock);
+
+	if (last) {
+		if (!ret && coll_prim_reduces(d.prim))
+			coll_eager_reduce(s, &sh, n);
+		/* pairs with smp_load_acquire() in coll_eager_ready() */
+		smp_store_release(&s->all_in, true);
+	}
+	if (last || root)
+		coll_eager_wake(comm);
+	if (need == COLL_ENEED_NONE) {
+		if (last)
+			coll_eager_leave(comm, s);
+		return ret;
+	}
+
+	if (need != COLL_ENEED_SELF && coll_eager_wait(comm, s, need)) {
+		coll_eager_leave(comm, s);
+		coll_comm_kill_why(comm, -ECONNRESET,
+				   "a rank was killed in a collective");
+		return -EINTR;
+	}
+	ret = READ_ONCE(s->status);
+	if (!ret && need != COLL_ENEED_SELF && !coll_eager_have(s, need))
+		ret = -ECONNRESET;	/* woken by the communicator's death */
+	if (!ret)
+		ret = coll_eager_copy_out(s, &sh, n, rank, arg->recvbuf);
+	coll_eager_leave(comm, s);
+	return ret;
+}
