@@ -66,7 +66,9 @@ struct coll_eslot {
 	u32 narrived;		/* comm->lock */
 	u32 nleft;		/* comm->lock */
 	int status;		/* comm->lock; 0 or -EPROTO */
+	u64 t_first;		/* ns: claimed */
 	u64 t_start;		/* ns: the last rank arrived */
+	unsigned long *arrived;	/* comm->lock: nranks bits, for netlink */
 	u8 *data;		/* slot_bytes: the inputs, then the result */
 };
 
@@ -265,6 +267,7 @@ static void coll_eager_disagree_slot(struct coll_member *m,
 			 COLL_TRACE_EAGER_DISAGREE);
 	if (!s->status)
 		s->status = -EPROTO;
+	__set_bit(m->rank, s->arrived);
 	m->next_seq++;
 	if (++s->narrived == comm->nranks) {
 		s->t_start = ktime_get_ns();
@@ -301,8 +304,11 @@ bool coll_eager_disagree_locked(struct coll_member *m)
 /* Give @comm its slots, unless it has them; quietly, on failure. */
 static void coll_eager_alloc(struct coll_comm *comm, u32 slot_bytes)
 {
+	size_t words = BITS_TO_LONGS(comm->nranks);
+	size_t data = round_up((size_t)slot_bytes, sizeof(long));
 	size_t bytes = struct_size((struct coll_eager *)NULL, data,
-				   (size_t)slot_bytes * COLL_EAGER_SLOTS);
+				   (data + words * sizeof(long)) *
+				   COLL_EAGER_SLOTS);
 	struct coll_eager *e = coll_kvzalloc(bytes);
 	u32 i;
 
@@ -310,8 +316,12 @@ static void coll_eager_alloc(struct coll_comm *comm, u32 slot_bytes)
 		return;
 	e->slot_bytes = slot_bytes;
 	e->alloc_bytes = bytes;
-	for (i = 0; i < COLL_EAGER_SLOTS; i++)
-		e->slot[i].data = e->data + (size_t)i * slot_bytes;
+	/* the data areas, then the bitmaps (long-aligned: data is) */
+	for (i = 0; i < COLL_EAGER_SLOTS; i++) {
+		e->slot[i].data = e->data + i * data;
+		e->slot[i].arrived = (unsigned long *)
+			(e->data + COLL_EAGER_SLOTS * data) + i * words;
+	}
 	spin_lock(&comm->lock);
 	if (!comm->eager) {
 		comm->eager = e;
@@ -334,6 +344,43 @@ void coll_eager_free(struct coll_comm *comm)
 		if (e->slot[i].busy)
 			atomic64_dec(&coll_stats.ops);
 	coll_kvfree(e, e->alloc_bytes);
+}
+
+/**
+ * coll_eager_op_locked() - a collective of @comm's slots, for netlink
+ * @comm: the communicator
+ * @from: the lowest sequence number wanted
+ * @op: filled with the collective of the lowest sequence number from
+ *      @from on that has a slot; op->arrived stays valid while the lock
+ *      is held
+ *
+ * Locks: comm->lock.
+ *
+ * Return: true if there is one.
+ */
+bool coll_eager_op_locked(struct coll_comm *comm, u64 from,
+			  struct coll_eager_op *op)
+{
+	struct coll_eager *e = comm->eager;
+	struct coll_eslot *s, *best = NULL;
+	u32 i;
+
+	lockdep_assert_held(&comm->lock);
+	for (i = 0; e && i < COLL_EAGER_SLOTS; i++) {
+		s = &e->slot[i];
+		if (s->busy && s->seq >= from && (!best || s->seq < best->seq))
+			best = s;
+	}
+	if (!best)
+		return false;
+	*op = (struct coll_eager_op){
+		.seq = best->seq,
+		.desc = best->desc,
+		.narrived = best->narrived,
+		.t_first = best->t_first,
+		.arrived = best->arrived,
+	};
+	return true;
 }
 
 /* Is what @need names there? */
@@ -374,20 +421,18 @@ static int coll_eager_wait(struct coll_comm *comm, struct coll_eslot *s,
 				   coll_eager_ready(comm, s, need));
 }
 
-/* May a first rank take the eager path for this collective? */
+/*
+ * May the first rank of a collective take the eager path?  Not if an
+ * algorithm is forced, or slot_bytes (now) says no.  Later ranks follow
+ * the first whatever the tunables say by then.
+ */
 static bool coll_eager_may(struct coll_comm *comm, const struct coll_desc *d,
 			   const struct coll_eshape *sh)
 {
-	struct coll_eager *e = READ_ONCE(comm->eager);
-	u32 cap = e ? e->slot_bytes :
-		  min(READ_ONCE(coll_slot_bytes), COLL_EAGER_MAX_BYTES);
+	u32 cap = min(READ_ONCE(coll_slot_bytes), COLL_EAGER_MAX_BYTES);
 
-	if (!cap || sh->total > cap ||
-	    coll_tune_algo(comm, d->prim) != COLL_ALGO_AUTO)
-		return false;
-	if (!e)
-		coll_eager_alloc(comm, cap);
-	return READ_ONCE(comm->eager);
+	return sh->total <= cap &&
+	       coll_tune_algo(comm, d->prim) == COLL_ALGO_AUTO;
 }
 
 /**
@@ -410,6 +455,7 @@ int coll_eager_submit(struct coll_member *m, const struct coll_op *arg)
 	struct coll_layout lay;
 	struct coll_eshape sh;
 	struct coll_desc d;
+	struct coll_eager *e;
 	struct coll_eslot *s;
 	enum coll_eneed need;
 	bool last, root;
@@ -433,7 +479,16 @@ int coll_eager_submit(struct coll_member *m, const struct coll_op *arg)
 	coll_eager_shape(&d, n, &sh);
 	sh.send = lay.bytes[COLL_SBUF_SEND];
 	sh.recv = lay.bytes[COLL_SBUF_RECV];
-	if (!coll_eager_may(comm, &d, &sh))
+	/* Could it go this way at all: as the first, or following one? */
+	e = READ_ONCE(comm->eager);
+	if (!e) {
+		if (!coll_eager_may(comm, &d, &sh))
+			return -EAGAIN;
+		coll_eager_alloc(comm, min(READ_ONCE(coll_slot_bytes),
+					   COLL_EAGER_MAX_BYTES));
+		e = READ_ONCE(comm->eager);
+	}
+	if (!e || sh.total > e->slot_bytes)
 		return -EAGAIN;
 	/* As a pin would: a receive buffer that cannot be written fails now. */
 	if (sh.recv && fault_in_safe_writeable(u64_to_user_ptr(arg->recvbuf),
@@ -456,9 +511,9 @@ retry:
 	}
 	s = coll_eager_find_locked(m);
 	if (!s) {
-		s = &comm->eager->slot[seq % COLL_EAGER_SLOTS];
-		if (s->busy) {
-			/* a root ran this far ahead: the task path */
+		s = &e->slot[seq % COLL_EAGER_SLOTS];
+		/* the first: a root may have run this far ahead */
+		if (s->busy || !coll_eager_may(comm, &d, &sh)) {
 			spin_unlock(&comm->lock);
 			return -EAGAIN;
 		}
@@ -466,8 +521,11 @@ retry:
 			.seq = seq,
 			.busy = true,
 			.desc = d,
+			.t_first = ktime_get_ns(),
+			.arrived = s->arrived,
 			.data = s->data,
 		};
+		bitmap_zero(s->arrived, n);
 		atomic64_inc(&coll_stats.ops);
 	}
 	if (!coll_desc_equal(&s->desc, &d)) {
@@ -500,6 +558,7 @@ retry:
 		goto retry;
 	}
 	m->next_seq++;
+	__set_bit(rank, s->arrived);
 	last = ++s->narrived == n;
 	if (last)
 		s->t_start = ktime_get_ns();

@@ -522,6 +522,16 @@ int coll_match_publish_group(struct coll_member *m, struct coll_sub **subs,
 struct coll_task *coll_task_find(struct coll_comm *comm, u64 seq);
 
 /* coll_eager.c: small collectives of one host through kernel slots */
+struct coll_eager_op {		/* a collective in a slot, for netlink */
+	u64 seq;
+	struct coll_desc desc;
+	u32 narrived;
+	u64 t_first;		/* ns: its first rank came */
+	const unsigned long *arrived;	/* nranks bits */
+};
+
+bool coll_eager_op_locked(struct coll_comm *comm, u64 from,
+			  struct coll_eager_op *op);
 int coll_eager_submit(struct coll_member *m, const struct coll_op *arg);
 bool coll_eager_disagree_locked(struct coll_member *m);
 void coll_eager_wake(struct coll_comm *comm);

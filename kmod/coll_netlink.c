@@ -418,24 +418,95 @@ cancel:
 	return -EMSGSIZE;
 }
 
-/* Every collective of @comm from sequence number *@from on. */
+/*
+ * Locks: comm->lock.  A collective in an eager slot (coll_eager.c): no
+ * task, no rounds; the algorithm is AUTO, the state ARRIVING until every
+ * rank has come, RUNNING after (the results being copied out).
+ */
+static int coll_nl_eager_fill(struct sk_buff *msg, struct coll_comm *comm,
+			      const struct coll_eager_op *op, u32 portid,
+			      u32 seq)
+{
+	u32 r, nmissing = 0;
+	void *hdr;
+
+	lockdep_assert_held(&comm->lock);
+	hdr = genlmsg_put(msg, portid, seq, &coll_nl_family, NLM_F_MULTI,
+			  COLLECTIVE_CMD_OP_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u32(msg, COLLECTIVE_A_OP_COMM, comm->serial) ||
+	    nla_put_u64_64bit(msg, COLLECTIVE_A_OP_SEQ, op->seq,
+			      COLLECTIVE_A_OP_PAD) ||
+	    nla_put_u32(msg, COLLECTIVE_A_OP_PRIM, op->desc.prim) ||
+	    nla_put_u32(msg, COLLECTIVE_A_OP_ALGO, op->desc.algo) ||
+	    nla_put_u64_64bit(msg, COLLECTIVE_A_OP_BYTES,
+			      op->desc.count * coll_desc_esize(&op->desc),
+			      COLLECTIVE_A_OP_PAD) ||
+	    nla_put_u32(msg, COLLECTIVE_A_OP_STATE,
+			op->narrived < comm->nranks ? COLL_TASK_ARRIVING :
+						      COLL_TASK_RUNNING) ||
+	    nla_put_u32(msg, COLLECTIVE_A_OP_ROUND, 0) ||
+	    nla_put_u32(msg, COLLECTIVE_A_OP_NROUNDS, 0) ||
+	    nla_put_u64_64bit(msg, COLLECTIVE_A_OP_AGE_MS,
+			      div_u64(ktime_get_ns() - op->t_first,
+				      NSEC_PER_MSEC), COLLECTIVE_A_OP_PAD) ||
+	    nla_put_u32(msg, COLLECTIVE_A_OP_ARRIVED, op->narrived))
+		goto cancel;
+	for_each_clear_bit(r, op->arrived, comm->nranks) {
+		if (++nmissing > COLL_NL_MISSING_MAX)
+			break;
+		if (nla_put_u32(msg, COLLECTIVE_A_OP_MISSING, r))
+			goto cancel;
+	}
+	genlmsg_end(msg, hdr);
+	return 0;
+cancel:
+	genlmsg_cancel(msg, hdr);
+	return -EMSGSIZE;
+}
+
+/*
+ * Every collective of @comm from sequence number *@from on, tasks and
+ * eager slots merged in order of sequence number.
+ */
 static int coll_nl_op_comm(struct sk_buff *skb, struct netlink_callback *cb,
 			   struct coll_comm *comm, u64 *from)
 {
+	u32 portid = NETLINK_CB(cb->skb).portid, nlseq = cb->nlh->nlmsg_seq;
 	struct coll_task *task;
+	struct coll_eager_op op;
+	bool have_op;
 	int err = 0;
 
 	spin_lock(&comm->lock);
+	have_op = coll_eager_op_locked(comm, *from, &op);
 	list_for_each_entry(task, &comm->tasks, node) {
 		if (task->seq < *from)
 			continue;
-		err = coll_nl_op_fill(skb, task, NETLINK_CB(cb->skb).portid,
-				      cb->nlh->nlmsg_seq);
+		while (have_op && op.seq < task->seq) {
+			err = coll_nl_eager_fill(skb, comm, &op, portid, nlseq);
+			if (err) {
+				*from = op.seq;
+				goto out_unlock;
+			}
+			have_op = coll_eager_op_locked(comm, op.seq + 1, &op);
+		}
+		err = coll_nl_op_fill(skb, task, portid, nlseq);
 		if (err) {
 			*from = task->seq;
-			break;
+			goto out_unlock;
 		}
 	}
+	while (have_op) {
+		err = coll_nl_eager_fill(skb, comm, &op, portid, nlseq);
+		if (err) {
+			*from = op.seq;
+			break;
+		}
+		have_op = coll_eager_op_locked(comm, op.seq + 1, &op);
+	}
+out_unlock:
 	spin_unlock(&comm->lock);
 	return err;
 }
