@@ -21,16 +21,18 @@
  * comm->lock, where both the tasks in flight (coll_match.c) and the slots
  * are seen: it claims the slot if the call may go this way (blocking, one
  * host, COLL_ALGO_AUTO with no algorithm forced by the tunables, its data
- * within slot_bytes) and the slot is free, and it makes a task otherwise.
- * Later ranks follow the first: an eager call that finds a task joins the
- * task; a call that finds the slot arrives there, and if it disagrees with
- * the first rank (its descriptor, or it is not blocking, as MPI's blocking
- * and non-blocking collectives do not match), the collective fails with
- * EPROTO for every rank that had not returned yet, with nothing written.
+ * within slot_bytes), and it makes a task otherwise.  Later ranks follow
+ * the first: an eager call that finds a task joins the task; a call that
+ * finds the slot arrives there (a blocking one sent to the task path in
+ * the meantime comes back, coll_eager_meet_locked()), and if it disagrees
+ * with the first rank (its descriptor, or it is not blocking, as MPI's
+ * blocking and non-blocking collectives do not match), the collective
+ * fails with EPROTO for every rank that had not returned yet, with nothing
+ * written.
  *
- * Waiting spins for at most spin_ns while no other task wants the CPU, as
- * the task path does, then sleeps, killable, on comm->eager_wq; a killed
- * rank kills the communicator, and coll_comm_end() wakes the waiters.
+ * Waiting polls for at most spin_ns, yielding the CPU to any other task
+ * that wants it, then sleeps, killable, on comm->eager_wq; a killed rank
+ * kills the communicator, and coll_comm_end() wakes the waiters.
  *
  * Locks: comm->lock guards each slot's bookkeeping (busy, seq, desc, the
  * counters, status).  A rank's input area is its own between its claim and
@@ -41,6 +43,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/ktime.h>
+#include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/pagemap.h>
 #include <linux/sched.h>
@@ -207,6 +210,31 @@ static int coll_eager_copy_out(const struct coll_eslot *s,
 	return copy_to_user(dst, src, sh->recv) ? -EFAULT : 0;
 }
 
+#define COLL_EAGER_PROBE_PAGES	16
+
+/*
+ * May @len bytes at user address @addr be written?  Checked before the
+ * collective, as a pin would check them, so that a bad receive buffer fails
+ * the call with nothing done: by the lockless page-table walk when its
+ * pages are there and writable (no mmap_lock), else by faulting them in.
+ */
+static int coll_eager_writable(u64 addr, u64 len)
+{
+	unsigned long start = addr & PAGE_MASK;
+	struct page *pages[COLL_EAGER_PROBE_PAGES];
+	u64 n = (PAGE_ALIGN(addr + len) - start) >> PAGE_SHIFT;
+	int got = 0, i;
+
+	if (n <= COLL_EAGER_PROBE_PAGES)
+		got = get_user_pages_fast_only(start, n, FOLL_WRITE, pages);
+	for (i = 0; i < got; i++)
+		put_page(pages[i]);
+	if (got == n)
+		return 0;
+	return fault_in_safe_writeable(u64_to_user_ptr(addr), len) ?
+	       -EFAULT : 0;
+}
+
 /* Wake the waiters of @comm's slots, if any sleep. */
 void coll_eager_wake(struct coll_comm *comm)
 {
@@ -214,14 +242,18 @@ void coll_eager_wake(struct coll_comm *comm)
 		wake_up_all(&comm->eager_wq);
 }
 
-/* Locks: comm->lock.  A rank is done with @s; the last one frees it. */
-static void coll_eager_leave_locked(struct coll_comm *comm,
+/*
+ * Locks: comm->lock.  A rank is done with @s; the last one frees it (and
+ * then wakes, once it drops the lock, a first rank waiting for the slot).
+ * Return: true if it did.
+ */
+static bool coll_eager_leave_locked(struct coll_comm *comm,
 				    struct coll_eslot *s)
 {
 	lockdep_assert_held(&comm->lock);
 	if (++s->nleft < comm->nranks)
-		return;
-	s->busy = false;
+		return false;
+	WRITE_ONCE(s->busy, false);
 	coll_stats_eager_done(comm, &s->desc, s->t_start, s->status);
 	atomic64_dec(&coll_stats.ops);
 	if (!s->status) {
@@ -229,13 +261,18 @@ static void coll_eager_leave_locked(struct coll_comm *comm,
 		atomic64_add(s->desc.count * coll_desc_esize(&s->desc),
 			     &coll_stats.bytes_total);
 	}
+	return true;
 }
 
 static void coll_eager_leave(struct coll_comm *comm, struct coll_eslot *s)
 {
+	bool freed;
+
 	spin_lock(&comm->lock);
-	coll_eager_leave_locked(comm, s);
+	freed = coll_eager_leave_locked(comm, s);
 	spin_unlock(&comm->lock);
+	if (freed)
+		coll_eager_wake(comm);
 }
 
 /*
@@ -278,27 +315,34 @@ static void coll_eager_disagree_slot(struct coll_member *m,
 }
 
 /**
- * coll_eager_disagree_locked() - a task-path submission meets a slot
+ * coll_eager_meet_locked() - a task-path submission meets a slot
  * @m: the membership, about to publish its next collective as a task
+ * @sub: its part
  *
- * If the first rank of @m's next collective took the eager path, this
- * submission (not blocking, forced to an algorithm, in a group, or too
- * large) cannot match it: it arrives there, failing it with EPROTO.  The
- * caller wakes the slot's waiters (coll_eager_wake()) once it drops the lock.
+ * If the first rank of @m's next collective took the eager path, a
+ * blocking submission outside a group that agrees with it was sent to the
+ * task path only because the slot was still busy when it looked (or its
+ * tunables said so): it must follow into the slot instead.  Any other
+ * (non-blocking, in a group, or disagreeing) cannot match it: it arrives
+ * there, failing the collective with EPROTO, and the caller wakes the
+ * slot's waiters (coll_eager_wake()) once it drops the lock.
  *
  * Locks: comm->lock.
  *
- * Return: true if it did (the submission fails with EPROTO; its sequence
- * number is spent), false if no slot holds @m's next collective.
+ * Return: 0 if no slot holds @m's next collective, -EAGAIN if @sub should
+ * go the eager path (nothing done), or -EPROTO (its sequence number spent).
  */
-bool coll_eager_disagree_locked(struct coll_member *m)
+int coll_eager_meet_locked(struct coll_member *m, const struct coll_sub *sub)
 {
 	struct coll_eslot *s = coll_eager_find_locked(m);
 
 	if (!s)
-		return false;
+		return 0;
+	if (!sub->req && !sub->desc.group && coll_desc_equal(&s->desc,
+							     &sub->desc))
+		return -EAGAIN;
 	coll_eager_disagree_slot(m, s);
-	return true;
+	return -EPROTO;
 }
 
 /* Give @comm its slots, unless it has them; quietly, on failure. */
@@ -399,26 +443,52 @@ static bool coll_eager_ready(struct coll_comm *comm, struct coll_eslot *s,
 	       coll_eager_have(s, need);
 }
 
+/* Is slot @s no longer held by the collective @seq (or is all lost)? */
+static bool coll_eager_freed(struct coll_comm *comm, struct coll_eslot *s,
+			     u64 seq)
+{
+	return READ_ONCE(comm->dead) || !READ_ONCE(s->busy) ||
+	       READ_ONCE(s->seq) != seq;
+}
+
 /*
- * Wait for what this rank needs: poll for up to spin_ns while no other
- * task wants this CPU, then sleep.  Return: 0, or -EINTR (killed).
+ * What a waiter waits for: what @need names, or for @need ==
+ * COLL_ENEED_NONE, slot @s no longer holding the collective @old.
+ */
+static bool coll_eager_cond(struct coll_comm *comm, struct coll_eslot *s,
+			    enum coll_eneed need, u64 old)
+{
+	if (need == COLL_ENEED_NONE)
+		return coll_eager_freed(comm, s, old);
+	return coll_eager_ready(comm, s, need);
+}
+
+/*
+ * Wait (see coll_eager_cond()): poll for up to spin_ns, then sleep.  While
+ * another task wants this CPU (more ranks than CPUs: often the rank this
+ * one waits for), poll by letting it run rather than by sleeping: the rank
+ * that is working runs, and nobody needs waking (a wake-up costs an IPI
+ * and two context switches).  Measured with 4 ranks on 2 vCPUs, 8-byte
+ * AllReduce: 195 us a call sleeping, 77 us yielding.
+ *
+ * Return: 0, or -EINTR (killed).
  */
 static int coll_eager_wait(struct coll_comm *comm, struct coll_eslot *s,
-			   enum coll_eneed need)
+			   enum coll_eneed need, u64 old)
 {
-	u64 until;
+	u64 until = local_clock() + coll_tune_get(comm, COLL_TUNE_SPIN_NS);
 
-	if (coll_eager_ready(comm, s, need))
-		return 0;
-	until = local_clock() + coll_tune_get(comm, COLL_TUNE_SPIN_NS);
-	while (!coll_eager_ready(comm, s, need) && local_clock() < until) {
-		if (need_resched() || !single_task_running() ||
-		    fatal_signal_pending(current))
+	while (!coll_eager_cond(comm, s, need, old) &&
+	       local_clock() < until) {
+		if (fatal_signal_pending(current))
 			break;
-		cpu_relax();
+		if (need_resched() || !single_task_running())
+			schedule();	/* runnable: the others go first */
+		else
+			cpu_relax();
 	}
 	return wait_event_killable(comm->eager_wq,
-				   coll_eager_ready(comm, s, need));
+				   coll_eager_cond(comm, s, need, old));
 }
 
 /*
@@ -458,7 +528,7 @@ int coll_eager_submit(struct coll_member *m, const struct coll_op *arg)
 	struct coll_eager *e;
 	struct coll_eslot *s;
 	enum coll_eneed need;
-	bool last, root;
+	bool last, root, freed;
 	u64 seq;
 	int ret;
 
@@ -491,8 +561,7 @@ int coll_eager_submit(struct coll_member *m, const struct coll_op *arg)
 	if (!e || sh.total > e->slot_bytes)
 		return -EAGAIN;
 	/* As a pin would: a receive buffer that cannot be written fails now. */
-	if (sh.recv && fault_in_safe_writeable(u64_to_user_ptr(arg->recvbuf),
-					       sh.recv))
+	if (sh.recv && coll_eager_writable(arg->recvbuf, sh.recv))
 		return -EFAULT;
 	need = coll_eager_need(&d, rank);
 	root = coll_eager_one_src(d.prim) && rank == d.root;
@@ -512,20 +581,33 @@ retry:
 	s = coll_eager_find_locked(m);
 	if (!s) {
 		s = &e->slot[seq % COLL_EAGER_SLOTS];
-		/* the first: a root may have run this far ahead */
-		if (s->busy || !coll_eager_may(comm, &d, &sh)) {
+		if (!coll_eager_may(comm, &d, &sh)) {
 			spin_unlock(&comm->lock);
 			return -EAGAIN;
 		}
+		if (s->busy) {
+			/*
+			 * This rank (a root, say) is COLL_EAGER_SLOTS
+			 * collectives ahead of another: wait for it to
+			 * leave the oldest, as a blocking call waits for
+			 * its peers.
+			 */
+			u64 old = s->seq;
+
+			spin_unlock(&comm->lock);
+			if (coll_eager_wait(comm, s, COLL_ENEED_NONE, old))
+				goto killed;
+			goto retry;
+		}
 		*s = (struct coll_eslot){
 			.seq = seq,
-			.busy = true,
 			.desc = d,
 			.t_first = ktime_get_ns(),
 			.arrived = s->arrived,
 			.data = s->data,
 		};
 		bitmap_zero(s->arrived, n);
+		WRITE_ONCE(s->busy, true);
 		atomic64_inc(&coll_stats.ops);
 	}
 	if (!coll_desc_equal(&s->desc, &d)) {
@@ -567,7 +649,7 @@ retry:
 	ret = s->status;
 	trace_coll_eager(comm, rank, &d, seq, last ? COLL_TRACE_EAGER_LAST :
 			 COLL_TRACE_EAGER_ARRIVE);
-	if (need == COLL_ENEED_NONE && !last)
+	freed = need == COLL_ENEED_NONE && !last &&
 		coll_eager_leave_locked(comm, s);
 	spin_unlock(&comm->lock);
 
@@ -577,7 +659,7 @@ retry:
 		/* pairs with smp_load_acquire() in coll_eager_ready() */
 		smp_store_release(&s->all_in, true);
 	}
-	if (last || root)
+	if (last || root || freed)
 		coll_eager_wake(comm);
 	if (need == COLL_ENEED_NONE) {
 		if (last)
@@ -585,11 +667,9 @@ retry:
 		return ret;
 	}
 
-	if (need != COLL_ENEED_SELF && coll_eager_wait(comm, s, need)) {
+	if (need != COLL_ENEED_SELF && coll_eager_wait(comm, s, need, 0)) {
 		coll_eager_leave(comm, s);
-		coll_comm_kill_why(comm, -ECONNRESET,
-				   "a rank was killed in a collective");
-		return -EINTR;
+		goto killed;
 	}
 	ret = READ_ONCE(s->status);
 	if (!ret && need != COLL_ENEED_SELF && !coll_eager_have(s, need))
@@ -598,4 +678,9 @@ retry:
 		ret = coll_eager_copy_out(s, &sh, n, rank, arg->recvbuf);
 	coll_eager_leave(comm, s);
 	return ret;
+
+killed:
+	coll_comm_kill_why(comm, -ECONNRESET,
+			   "a rank was killed in a collective");
+	return -EINTR;
 }

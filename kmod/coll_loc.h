@@ -533,7 +533,7 @@ struct coll_eager_op {		/* a collective in a slot, for netlink */
 bool coll_eager_op_locked(struct coll_comm *comm, u64 from,
 			  struct coll_eager_op *op);
 int coll_eager_submit(struct coll_member *m, const struct coll_op *arg);
-bool coll_eager_disagree_locked(struct coll_member *m);
+int coll_eager_meet_locked(struct coll_member *m, const struct coll_sub *sub);
 void coll_eager_wake(struct coll_comm *comm);
 void coll_eager_free(struct coll_comm *comm);
 

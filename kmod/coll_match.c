@@ -86,9 +86,10 @@ static bool coll_match_peek(struct coll_member *m)
  * Locks: comm->lock, the communicator alive.  Put @sub into the task of
  * @m's next collective, creating it from *@cand (then set to NULL) if it is
  * not there yet.  Return: the task, or NULL if it had to be created and
- * *@cand was NULL, or ERR_PTR(-EPROTO) if the first rank of that
- * collective took the eager path, which this submission cannot follow
- * (coll_eager_disagree_locked(): the caller wakes the slot's waiters).
+ * *@cand was NULL, or, if the first rank of that collective took the eager
+ * path (coll_eager_meet_locked()), ERR_PTR(-EXDEV) when this submission
+ * must follow it there, ERR_PTR(-EPROTO) when it cannot (the caller wakes
+ * the slot's waiters).
  */
 static struct coll_task *coll_match_publish_locked(struct coll_member *m,
 						   struct coll_sub *sub,
@@ -97,10 +98,12 @@ static struct coll_task *coll_match_publish_locked(struct coll_member *m,
 {
 	struct coll_comm *comm = m->comm;
 	struct coll_task *task;
+	int err;
 
 	lockdep_assert_held(&comm->lock);
-	if (coll_eager_disagree_locked(m))
-		return ERR_PTR(-EPROTO);
+	err = coll_eager_meet_locked(m, sub);
+	if (err)
+		return ERR_PTR(err == -EAGAIN ? -EXDEV : err);
 	task = coll_task_find(comm, m->next_seq);
 	if (!task) {
 		if (!*cand)
@@ -145,7 +148,8 @@ static struct coll_task *coll_match_publish_locked(struct coll_member *m,
  * ERR_PTR(-EAGAIN) if a task had to be created and @cand was NULL, or
  * ERR_PTR(-ENOSPC) if it may not be created yet (coll_xhost_too_far()),
  * or ERR_PTR(-EPROTO) if the collective went the eager path (the
- * sequence number is spent).
+ * sequence number is spent), or ERR_PTR(-EXDEV) if it went the eager path
+ * and this submission must follow it there (nothing done).
  */
 static struct coll_task *coll_match_publish(struct coll_member *m,
 					    struct coll_sub *sub,
@@ -181,7 +185,8 @@ out_unlock:
  * @tasks: filled with the task of each part, each with the blocking
  *         caller's reference (and the starter's where @starts says), or
  *         ERR_PTR(-EPROTO) for a part whose collective went the eager
- *         path (its sequence number spent, its part still the caller's)
+ *         path (its sequence number spent, its part still the caller's;
+ *         a part of a group never follows a collective there)
  * @starts: filled: this rank was the last to arrive at that task
  *
  * All or nothing, in one hold of comm->lock: the group takes @n
@@ -289,6 +294,7 @@ int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
 		ret = -EINVAL;
 		goto err_unreserve;
 	}
+retry_eager:
 	if (!nonblock) {
 		ret = coll_eager_submit(m, arg);
 		if (ret != -EAGAIN)
@@ -380,6 +386,11 @@ err_free_sub:
 	coll_sub_free(sub);
 	if (req)
 		coll_req_put(req);
+	/* blocking, and its collective went the eager path after all */
+	if (ret == -EXDEV) {
+		cand = NULL;
+		goto retry_eager;
+	}
 err_unreserve:
 	if (nonblock)
 		coll_match_unreserve(cf, handle);

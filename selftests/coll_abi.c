@@ -2101,6 +2101,36 @@ ABI_TEST(pair, eager_broadcast_root_returns)
 		self->b.send[i] = i + 1;
 }
 
+/*
+ * A root 20 small Broadcasts ahead of its peer's calls: it runs ahead as
+ * far as the communicator's slots go, then waits for the peer to take the
+ * oldest; every Broadcast arrives intact.
+ */
+ABI_TEST(pair, eager_broadcast_root_far_ahead)
+{
+	struct coll_op op = st_op(self->comm, COLL_BROADCAST, COLL_INT32, 0, 0,
+				  self->b.send, self->b.recv, 16);
+	struct peer_res res;
+	size_t i;
+	int k;
+
+	for (k = 0; k < 20; k++)
+		ASSERT_EQ(0, peer_send(self, &op));
+	for (k = 0; k < 20; k++) {
+		for (i = 0; i < NELEM; i++)
+			self->b.send[i] = i + 1;
+		ASSERT_OK(st_submit(self->fd, &op));
+		memset(self->b.send, POISON, NELEM * 4);
+	}
+	for (k = 0; k < 20; k++) {
+		ASSERT_EQ(0, peer_result(self, &res));
+		EXPECT_EQ(0, res.err) TH_LOG("peer: %s", st_errname(res.err));
+		EXPECT_TRUE(res.verified) TH_LOG("broadcast %d", k);
+	}
+	for (i = 0; i < NELEM; i++)
+		self->b.send[i] = i + 1;
+}
+
 /* A sender of a small Gather returns at once too; the root gets it all. */
 ABI_TEST(pair, eager_gather_sender_returns)
 {
