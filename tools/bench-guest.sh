@@ -14,7 +14,7 @@
 #   COLL_BENCH_NP      ranks (default: 4)
 #   COLL_BENCH_PRIMS   primitives (default: all nine)
 #   COLL_BENCH_ARGS    extra coll_perf/mpi_perf options
-#                      (default: -b 8 -e 16M -f 4 -n 10 -w 2)
+#                      (default: -b 8 -e 16M -f 4 -n 10 -w 5 -T 100)
 #   COLL_BENCH_OUT     directory for the raw outputs (default build/bench)
 #   COLL_BENCH_MPI     0 to skip mpi_perf (both MPIs)
 #   COLL_BENCH_GROUP   0 to skip the groups' figure (coll_group_perf)
@@ -43,7 +43,7 @@ DEV=${COLL_DEVICE:-/dev/collective}
 NP=${COLL_BENCH_NP:-4}
 [ "$NP" -ge 2 ] 2>/dev/null || NP=2
 PRIMS=${COLL_BENCH_PRIMS:-allreduce reduce reducescatter allgather broadcast scatter gather alltoall barrier}
-ARGS=${COLL_BENCH_ARGS:--b 8 -e 16M -f 4 -n 10 -w 2}
+ARGS=${COLL_BENCH_ARGS:--b 8 -e 16M -f 4 -n 10 -w 5 -T 100}
 OUT=${COLL_BENCH_OUT:-$ROOT/build/bench}
 mkdir -p "$OUT" || exit 1
 fail=0

@@ -671,6 +671,7 @@ static void usage(FILE *f, const struct perf_backend *be)
 		"  -b, -e    smallest and largest size in bytes, K/M/G suffixes (8, 32M)\n"
 		"  -f        multiply the size by this factor each step     (default 2)\n"
 		"  -n, -w    timed and warm-up iterations per size       (default 20, 5)\n"
+		"  -T MS     repeat the timed iterations until MS have passed (default 0)\n"
 		"  -c        check results (#wrong)                         (default 1)\n"
 		"  -d DTYPE  int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double\n"
 		"                                                       (default float)\n"
@@ -773,7 +774,7 @@ void perf_parse(int argc, char **argv, const struct perf_backend *be,
 	o->algo = COLL_ALGO_AUTO;
 	o->window = 1;
 
-	while ((opt = getopt(argc, argv, "p:b:e:f:n:w:c:d:o:r:a:i:NW:h")) != -1) {
+	while ((opt = getopt(argc, argv, "p:b:e:f:n:w:T:c:d:o:r:a:i:NW:h")) != -1) {
 		switch (opt) {
 		case 'p':
 			parse_prims(be, opt, optarg, o);
@@ -794,6 +795,9 @@ void perf_parse(int argc, char **argv, const struct perf_backend *be,
 			break;
 		case 'w':
 			o->warmup = (int)parse_int_opt(be, opt, optarg, 0, 1 << 30);
+			break;
+		case 'T':
+			o->min_ms = (int)parse_int_opt(be, opt, optarg, 0, 3600000);
 			break;
 		case 'c':
 			o->check = (int)parse_int_opt(be, opt, optarg, 0, 1);
@@ -912,7 +916,7 @@ static void run_size(const struct perf_backend *be, const struct perf_opts *o,
 	uint64_t wrong = 0;
 	double t0, t;
 	char wrongs[24];
-	int ret;
+	int ret, n;
 
 	if (be->layout)
 		be->layout(o, op, sbuf, rbuf);
@@ -943,14 +947,25 @@ static void run_size(const struct perf_backend *be, const struct perf_opts *o,
 	ret = be->barrier();
 	if (ret)
 		fail(be, "barrier", ret);
+	/*
+	 * Blocks of ITERS calls, until -T's time has passed (the slowest
+	 * rank's clock decides, so every rank runs as many): small sizes get
+	 * enough calls that one slow wake-up does not make the figure.
+	 */
 	t0 = now();
-	ret = be->run(o, op, o->iters);
-	t = (now() - t0) / o->iters;
-	if (ret)
-		fail(be, "timed run", ret);
-	ret = be->max_double(&t);
-	if (ret)
-		fail(be, "max of times", ret);
+	for (n = 0;;) {
+		ret = be->run(o, op, o->iters);
+		if (ret)
+			fail(be, "timed run", ret);
+		n += o->iters;
+		t = now() - t0;
+		ret = be->max_double(&t);
+		if (ret)
+			fail(be, "max of times", ret);
+		if (t * 1e3 >= o->min_ms || n >= (1 << 30) - o->iters)
+			break;
+	}
+	t /= n;
 
 	if (be->rank == 0) {
 		double algbw = op->prim == COLL_BARRIER ? 0 : (double)size / t / 1e9;
@@ -1058,10 +1073,10 @@ int perf_main(const struct perf_backend *be, const struct perf_opts *o)
 		if (be->features & PERF_F_NONBLOCK)
 			printf("  nonblocking %d  window %d", o->nonblock,
 			       o->nonblock ? o->window : 1);
-		printf("\n# sizes %zu..%zu x%lu  iters %d  warmup %d  check %d\n",
+		printf("\n# sizes %zu..%zu x%lu  iters %d  warmup %d  min-ms %d  check %d\n",
 		       o->minbytes, o->maxbytes, o->factor, o->iters, o->warmup,
-		       o->check);
-		printf("# time = wall time of ITERS back-to-back operations / ITERS, max over ranks\n"
+		       o->min_ms, o->check);
+		printf("# time = wall time of back-to-back operations (ITERS at a time, until min-ms) / their number, max over ranks\n"
 		       "# algbw = size / time, busbw = algbw * factor (nccl-tests), GB = 1e9 bytes\n"
 		       "# #wrong = result elements differing from the reference, summed over ranks\n");
 		fflush(stdout);

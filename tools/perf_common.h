@@ -23,6 +23,7 @@ struct perf_opts {
 	size_t minbytes, maxbytes;
 	unsigned long factor;
 	int iters, warmup, check;
+	int min_ms;		/* -T: time each size for at least this long */
 	int dtype, redop, root, algo;
 	int inplace;
 	int nonblock, window;	/* -N, -W (coll_perf only) */

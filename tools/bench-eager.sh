@@ -1,0 +1,94 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bench-eager.sh: small collectives, in one guest boot: collective.ko with
+# its eager slots (slot_bytes at its default), the same through the task
+# path (slot_bytes=0: pinned buffers, a task per call), and Open MPI and
+# MPICH (the faster of the two at each point).  Every primitive, float sum,
+# SIZES bytes (8 and 1 KiB), with 2 and 4 ranks, coll_perf / mpi_perf -n
+# 100 -w 20 -T 200, the four interleaved, REPS rounds; prints the median
+# time per call of each, the ratios, and the floor: a null ioctl on the
+# device and 2.5 times it.
+#
+#   selftests/rig/vm.sh --name bench-eager --mem 4G -- tools/bench-eager.sh
+#
+# Runs INSIDE a qemu guest (it loads the module).  Env: REPS (3), RANKS
+# ("2 4"), SIZES ("8 1024"), PRIMS (all nine).
+set -u
+# shellcheck source=tools/bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
+bench_load bench-eager.sh
+out=$(mktemp)
+param=/sys/module/collective/parameters/slot_bytes
+slot_default=$(cat $param)
+prims=${PRIMS:-allreduce reduce reducescatter allgather broadcast scatter gather alltoall barrier}
+args=(-n 100 -w 20 -T 200)
+
+# one PRIM SIZE NP FORM: one run, its rows tagged
+one() {
+	local p=$1 b=$2 n=$3 form=$4
+	local -a cmd
+	# shellcheck disable=SC2054 # "self,vader" is one argument
+	case $form in
+	eager|task) cmd=(tools/collrun -n "$n" -t 300 tools/coll_perf) ;;
+	ompi) cmd=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+		   timeout -k 10 300 mpirun.openmpi --oversubscribe
+		   --mca btl self,vader --mca pml ob1 -np "$n" tools/mpi_perf) ;;
+	mpich) cmd=(timeout -k 10 300 mpirun.mpich -np "$n"
+		    tools/mpi_perf.mpich) ;;
+	esac
+	echo "## $p $b $n $form" >> "$out"
+	"${cmd[@]}" -p "$p" -b "$b" -e "$b" "${args[@]}" 2>&1 |
+		grep -v '^#' >> "$out"
+}
+
+forms="eager task"
+command -v mpirun.openmpi > /dev/null && [ -x tools/mpi_perf ] &&
+	forms="$forms ompi"
+command -v mpirun.mpich > /dev/null && [ -x tools/mpi_perf.mpich ] &&
+	forms="$forms mpich"
+for _ in $(seq "${REPS:-3}"); do
+	for n in ${RANKS:-2 4}; do
+		for p in $prims; do
+			sizes=${SIZES:-8 1024}
+			[ "$p" = barrier ] && sizes=8	# prints size 0
+			for b in $sizes; do
+				for form in $forms; do
+					if [ "$form" = task ]; then
+						echo 0 > $param
+					else
+						echo "$slot_default" > $param
+					fi
+					one "$p" "$b" "$n" "$form"
+				done
+			done
+		done
+	done
+done
+echo "$slot_default" > $param
+tools/collrun -n 2 -t 60 tools/coll_perf -p barrier -n 5 -w 1 | grep '^# floor'
+rmmod collective
+/usr/bin/python3 - "$out" <<'EOF'
+import statistics, sys
+t, key = {}, None
+for line in open(sys.argv[1]):
+    f = line.split()
+    if line.startswith('## '):
+        key = (f[1], int(f[3]), f[4])
+    elif key and len(f) >= 9 and f[0].isdigit():
+        t.setdefault(key + (int(f[0]),), []).append(float(f[5]))
+med = {k: statistics.median(v) for k, v in t.items()}
+print('%-13s %5s %6s %10s %10s %10s %8s %8s' % ('primitive', 'ranks', 'bytes',
+      'eager us', 'task us', 'best MPI', 'e/task', 'e/MPI'))
+nan = float('nan')
+for p, n, form, size in sorted(k for k in med if k[2] == 'eager'):
+    e = med[(p, n, 'eager', size)]
+    tk = med.get((p, n, 'task', size), nan)
+    peers = [med[k] for k in ((p, n, m, size) for m in ('ompi', 'mpich'))
+             if k in med]
+    mpi = min(peers) if peers else nan
+    # ratios > 1: the eager path is faster
+    print('%-13s %5d %6d %10.2f %10.2f %10.2f %8.2f %8.2f' %
+          (p, n, size, e, tk, mpi, tk / e, mpi / e))
+EOF
+rm -f "$out"
