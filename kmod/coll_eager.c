@@ -537,15 +537,7 @@ int coll_eager_submit(struct coll_member *m, const struct coll_op *arg)
 	ret = coll_op_layout(arg, n, rank, &lay);
 	if (ret)
 		return ret;
-	d = (struct coll_desc){
-		.prim = arg->prim,
-		.dtype = arg->dtype,
-		.redop = arg->redop,
-		.root = arg->root,
-		.algo = arg->algo,
-		.count = arg->count,
-		.inplace = lay.inplace,
-	};
+	d = coll_desc_of(arg, lay.inplace);
 	coll_eager_shape(&d, n, &sh);
 	sh.send = lay.bytes[COLL_SBUF_SEND];
 	sh.recv = lay.bytes[COLL_SBUF_RECV];

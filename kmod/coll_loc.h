@@ -493,6 +493,21 @@ struct coll_layout {
 int coll_op_layout(const struct coll_op *arg, u32 nranks, u32 rank,
 		   struct coll_layout *lay);
 
+/* What a rank's validated argument says of its collective. */
+static inline struct coll_desc coll_desc_of(const struct coll_op *arg,
+					    bool inplace)
+{
+	return (struct coll_desc){
+		.prim = arg->prim,
+		.dtype = arg->dtype,
+		.redop = arg->redop,
+		.root = arg->root,
+		.algo = arg->algo,
+		.count = arg->count,
+		.inplace = inplace,
+	};
+}
+
 /* Do two ranks' parts agree on a collective (EPROTO otherwise)? */
 static inline bool coll_desc_equal(const struct coll_desc *a,
 				   const struct coll_desc *b)

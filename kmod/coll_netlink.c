@@ -346,6 +346,50 @@ static bool coll_nl_rank_local(const struct coll_comm *comm, u32 rank)
 	       coll_hosts_of(comm->hosts, rank) == comm->hosts->self;
 }
 
+/* What op-get says of every collective in flight, task or eager slot. */
+struct coll_nl_op_head {
+	u64 seq;
+	u32 prim;
+	u32 algo;
+	u64 bytes;
+	u32 state;		/* enum coll_task_state */
+	u32 round;
+	u32 nrounds;
+	u64 t_first;		/* ns: its first rank came */
+	u32 arrived;
+};
+
+/* The message's header and every attribute but the missing ranks. */
+static void *coll_nl_op_put(struct sk_buff *msg, struct coll_comm *comm,
+			    const struct coll_nl_op_head *h, u32 portid,
+			    u32 seq)
+{
+	void *hdr;
+
+	hdr = genlmsg_put(msg, portid, seq, &coll_nl_family, NLM_F_MULTI,
+			  COLLECTIVE_CMD_OP_GET);
+	if (!hdr)
+		return NULL;
+	if (nla_put_u32(msg, COLLECTIVE_A_OP_COMM, comm->serial) ||
+	    nla_put_u64_64bit(msg, COLLECTIVE_A_OP_SEQ, h->seq,
+			      COLLECTIVE_A_OP_PAD) ||
+	    nla_put_u32(msg, COLLECTIVE_A_OP_PRIM, h->prim) ||
+	    nla_put_u32(msg, COLLECTIVE_A_OP_ALGO, h->algo) ||
+	    nla_put_u64_64bit(msg, COLLECTIVE_A_OP_BYTES, h->bytes,
+			      COLLECTIVE_A_OP_PAD) ||
+	    nla_put_u32(msg, COLLECTIVE_A_OP_STATE, h->state) ||
+	    nla_put_u32(msg, COLLECTIVE_A_OP_ROUND, h->round) ||
+	    nla_put_u32(msg, COLLECTIVE_A_OP_NROUNDS, h->nrounds) ||
+	    nla_put_u64_64bit(msg, COLLECTIVE_A_OP_AGE_MS,
+			      div_u64(ktime_get_ns() - h->t_first,
+				      NSEC_PER_MSEC), COLLECTIVE_A_OP_PAD) ||
+	    nla_put_u32(msg, COLLECTIVE_A_OP_ARRIVED, h->arrived)) {
+		genlmsg_cancel(msg, hdr);
+		return NULL;
+	}
+	return hdr;
+}
+
 /* Locks: comm->lock; takes task->lock (coll_xhost_heard_from()). */
 static int coll_nl_op_fill(struct sk_buff *msg, struct coll_task *task,
 			   u32 portid, u32 seq)
@@ -353,46 +397,37 @@ static int coll_nl_op_fill(struct sk_buff *msg, struct coll_task *task,
 	struct coll_comm *comm = task->comm;
 	enum coll_task_state state = coll_task_state(task);
 	const struct coll_sub *first = NULL;
-	u32 algo, nrounds = 0, round = 0, r, nmissing = 0, h, lasth = U32_MAX;
+	u32 r, nmissing = 0, h, lasth = U32_MAX;
+	struct coll_nl_op_head head = {
+		.seq = task->seq,
+		.prim = coll_task_prim(task),
+		.state = state,
+		.t_first = task->t_first,
+		.arrived = task->narrived,
+	};
 	bool heard = false;
-	u64 bytes;
 	void *hdr;
 
 	lockdep_assert_held(&comm->lock);
 	for (r = 0; r < task->nranks && !first; r++)
 		first = task->sub[r];
 	if (state != COLL_TASK_ARRIVING && task->sched) {
-		algo = task->desc.algo;
-		bytes = task->bytes;
-		nrounds = task->sched->nrounds;
+		head.algo = task->desc.algo;
+		head.bytes = task->bytes;
+		head.nrounds = task->sched->nrounds;
 		/* pairs with smp_store_release() in coll_run_open() */
-		round = min(smp_load_acquire(&task->phase) / 2, nrounds);
+		head.round = min(smp_load_acquire(&task->phase) / 2,
+				 head.nrounds);
 	} else {
-		algo = first ? first->desc.algo : COLL_ALGO_AUTO;
-		bytes = first && first->desc.prim != COLL_BARRIER ?
+		head.algo = first ? first->desc.algo : COLL_ALGO_AUTO;
+		head.bytes = first && first->desc.prim != COLL_BARRIER ?
 			first->desc.count * coll_dtype_size(first->desc.dtype) :
 			0;
 	}
 
-	hdr = genlmsg_put(msg, portid, seq, &coll_nl_family, NLM_F_MULTI,
-			  COLLECTIVE_CMD_OP_GET);
+	hdr = coll_nl_op_put(msg, comm, &head, portid, seq);
 	if (!hdr)
 		return -EMSGSIZE;
-	if (nla_put_u32(msg, COLLECTIVE_A_OP_COMM, comm->serial) ||
-	    nla_put_u64_64bit(msg, COLLECTIVE_A_OP_SEQ, task->seq,
-			      COLLECTIVE_A_OP_PAD) ||
-	    nla_put_u32(msg, COLLECTIVE_A_OP_PRIM, coll_task_prim(task)) ||
-	    nla_put_u32(msg, COLLECTIVE_A_OP_ALGO, algo) ||
-	    nla_put_u64_64bit(msg, COLLECTIVE_A_OP_BYTES, bytes,
-			      COLLECTIVE_A_OP_PAD) ||
-	    nla_put_u32(msg, COLLECTIVE_A_OP_STATE, state) ||
-	    nla_put_u32(msg, COLLECTIVE_A_OP_ROUND, round) ||
-	    nla_put_u32(msg, COLLECTIVE_A_OP_NROUNDS, nrounds) ||
-	    nla_put_u64_64bit(msg, COLLECTIVE_A_OP_AGE_MS,
-			      div_u64(ktime_get_ns() - task->t_first,
-				      NSEC_PER_MSEC), COLLECTIVE_A_OP_PAD) ||
-	    nla_put_u32(msg, COLLECTIVE_A_OP_ARRIVED, task->narrived))
-		goto cancel;
 	for (r = 0; r < task->nranks; r++) {
 		if (task->sub[r])
 			continue;
@@ -427,32 +462,23 @@ static int coll_nl_eager_fill(struct sk_buff *msg, struct coll_comm *comm,
 			      const struct coll_eager_op *op, u32 portid,
 			      u32 seq)
 {
+	struct coll_nl_op_head head = {
+		.seq = op->seq,
+		.prim = op->desc.prim,
+		.algo = op->desc.algo,
+		.bytes = op->desc.count * coll_desc_esize(&op->desc),
+		.state = op->narrived < comm->nranks ? COLL_TASK_ARRIVING :
+						       COLL_TASK_RUNNING,
+		.t_first = op->t_first,
+		.arrived = op->narrived,
+	};
 	u32 r, nmissing = 0;
 	void *hdr;
 
 	lockdep_assert_held(&comm->lock);
-	hdr = genlmsg_put(msg, portid, seq, &coll_nl_family, NLM_F_MULTI,
-			  COLLECTIVE_CMD_OP_GET);
+	hdr = coll_nl_op_put(msg, comm, &head, portid, seq);
 	if (!hdr)
 		return -EMSGSIZE;
-	if (nla_put_u32(msg, COLLECTIVE_A_OP_COMM, comm->serial) ||
-	    nla_put_u64_64bit(msg, COLLECTIVE_A_OP_SEQ, op->seq,
-			      COLLECTIVE_A_OP_PAD) ||
-	    nla_put_u32(msg, COLLECTIVE_A_OP_PRIM, op->desc.prim) ||
-	    nla_put_u32(msg, COLLECTIVE_A_OP_ALGO, op->desc.algo) ||
-	    nla_put_u64_64bit(msg, COLLECTIVE_A_OP_BYTES,
-			      op->desc.count * coll_desc_esize(&op->desc),
-			      COLLECTIVE_A_OP_PAD) ||
-	    nla_put_u32(msg, COLLECTIVE_A_OP_STATE,
-			op->narrived < comm->nranks ? COLL_TASK_ARRIVING :
-						      COLL_TASK_RUNNING) ||
-	    nla_put_u32(msg, COLLECTIVE_A_OP_ROUND, 0) ||
-	    nla_put_u32(msg, COLLECTIVE_A_OP_NROUNDS, 0) ||
-	    nla_put_u64_64bit(msg, COLLECTIVE_A_OP_AGE_MS,
-			      div_u64(ktime_get_ns() - op->t_first,
-				      NSEC_PER_MSEC), COLLECTIVE_A_OP_PAD) ||
-	    nla_put_u32(msg, COLLECTIVE_A_OP_ARRIVED, op->narrived))
-		goto cancel;
 	for_each_clear_bit(r, op->arrived, comm->nranks) {
 		if (++nmissing > COLL_NL_MISSING_MAX)
 			break;

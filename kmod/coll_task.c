@@ -132,16 +132,9 @@ int coll_sub_pin(struct coll_sub *sub, struct coll_file *cf,
 	u32 b;
 	int ret;
 
-	sub->desc = (struct coll_desc){
-		.prim = arg->prim,
-		.dtype = arg->dtype,
-		.redop = arg->redop,
-		.root = arg->root,
-		.algo = arg->algo,
-		.count = arg->count,
-	};
 	sub->rank = rank;
 	ret = coll_op_layout(arg, nranks, rank, &lay);
+	sub->desc = coll_desc_of(arg, !ret && lay.inplace);
 	if (ret)
 		return ret;
 	if (lay.inplace) {
@@ -152,7 +145,6 @@ int coll_sub_pin(struct coll_sub *sub, struct coll_file *cf,
 			return ret;
 		sub->ob[lay.inner] = sub->ob[lay.outer];
 		sub->base[lay.inner] = lay.off;
-		sub->desc.inplace = true;
 		return 0;
 	}
 

@@ -262,18 +262,10 @@ static int survivor_main(const struct kargs *a, int rank, int fd,
 		ret = survivor_record(sh, rank, r);
 		break;
 	case SC_RUNNING:
-		__atomic_store_n(&sh->entered[rank], 1, __ATOMIC_RELEASE);
-		for (i = 0; i < RUN_MAX_ITERS; i++) {
-			r = st_submit(fd, &op);
-			if (r)
-				break;
-			sh->iters[rank]++;
-		}
-		ret = survivor_record(sh, rank, r);
-		break;
 	case SC_EAGER_RUNNING:
 		__atomic_store_n(&sh->entered[rank], 1, __ATOMIC_RELEASE);
-		for (i = 0; i < EAGER_MAX_ITERS; i++) {
+		for (i = 0; i < (a->sc == SC_RUNNING ? RUN_MAX_ITERS :
+						     EAGER_MAX_ITERS); i++) {
 			r = st_submit(fd, &op);
 			if (r)
 				break;
