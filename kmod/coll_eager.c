@@ -501,7 +501,7 @@ static bool coll_eager_may(struct coll_comm *comm, const struct coll_desc *d,
 {
 	u32 cap = min(READ_ONCE(coll_slot_bytes), COLL_EAGER_MAX_BYTES);
 
-	return sh->total <= cap &&
+	return cap && sh->total <= cap &&
 	       coll_tune_algo(comm, d->prim) == COLL_ALGO_AUTO;
 }
 

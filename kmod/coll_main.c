@@ -48,7 +48,7 @@ MODULE_PARM_DESC(solo_bytes,
 unsigned int coll_slot_bytes = 16 << 10;
 module_param_named(slot_bytes, coll_slot_bytes, uint, 0644);
 MODULE_PARM_DESC(slot_bytes,
-		 "Blocking collectives of one host with COLL_ALGO_AUTO whose data (every rank's input, and a reduction's result) fits in this many bytes go through the communicator's eager slots: no pinning, and a root returns at once (0: never; at most 262144; read at a communicator's first such call)");
+		 "Blocking collectives of one host with COLL_ALGO_AUTO whose data (every rank's input, and a reduction's result) fits in this many bytes go through the communicator's eager slots: no pinning, and a root returns at once (0: never, at once; at most 262144; the slots are sized at a communicator's first such call)");
 
 unsigned int coll_spin_ns = 100000;
 module_param_named(spin_ns, coll_spin_ns, uint, 0644);

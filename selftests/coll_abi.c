@@ -785,6 +785,27 @@ ABI_TEST(abi, submit_allreduce_eager)
 	EXPECT_EQ(before.out_reg_misses, after.out_reg_misses);
 }
 
+/* slot_bytes 0 turns the eager path off at once: small calls make plans. */
+ABI_TEST(abi, submit_slot_bytes_zero)
+{
+	struct coll_op op = ar_op(self), bar = st_op(self->comm, COLL_BARRIER,
+						    0, 0, 0, NULL, NULL, 0);
+	struct coll_info before, after;
+	long slot = st_param_get("slot_bytes");
+
+	ASSERT_LE(0, slot);
+	ASSERT_EQ(0, st_param_set("slot_bytes", 0));
+	ASSERT_OK(st_info(self->fd, &before));
+	EXPECT_EQ(0, st_submit(self->fd, &bar));
+	EXPECT_EQ(0, st_submit(self->fd, &op));
+	EXPECT_TRUE(ar_result_ok(&self->b));
+	ASSERT_OK(st_info(self->fd, &after));
+	ASSERT_EQ(0, st_param_set("slot_bytes", slot));
+	/* a Barrier's plan and an AllReduce's: the task path ran both */
+	EXPECT_EQ(before.out_plans + 2, after.out_plans);
+	EXPECT_EQ(before.out_ops_total + 2, after.out_ops_total);
+}
+
 ABI_TEST(abi, submit_size_short)
 {
 	struct coll_op op = ar_op(self);
