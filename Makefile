@@ -40,7 +40,7 @@ DEB_PKGS := linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
 	mpich libmpich-dev python3 \
 	python3-torch libtorch-dev pybind11-dev \
 	sparse gcc make flex bison libelf-dev libssl-dev rsync \
-	python3-yaml python3-jsonschema
+	python3-yaml python3-jsonschema liburing-dev
 
 LINUX_SRC_TAR := /usr/src/linux-source-6.1.tar.xz
 CHECKPATCH := $(BUILD)/linux-source-6.1/scripts/checkpatch.pl

@@ -848,15 +848,26 @@ int coll_comm_leave(struct coll_file *cf, u32 handle)
 	return 0;
 }
 
-/* Leave every communicator of a descriptor being released. */
+/*
+ * Leave every communicator of a descriptor being released, or of one an
+ * exiting process leaves with io_uring commands in flight (coll_uring.c),
+ * which COLL_COMM_DESTROY of another process may race: whoever erases a
+ * membership leaves it.
+ *
+ * Locks: takes cf->lock, then (not nested) coll_comms_lock.
+ */
 void coll_comm_leave_all(struct coll_file *cf)
 {
 	struct coll_member *m;
 	unsigned long index;
+	bool mine;
 
 	xa_for_each(&cf->members, index, m) {
-		xa_erase(&cf->members, index);
-		coll_member_leave(m, "a rank closed its descriptor or died");
+		mutex_lock(&cf->lock);
+		mine = xa_erase(&cf->members, index) == m;
+		mutex_unlock(&cf->lock);
+		if (mine)
+			coll_member_leave(m, "a rank closed its descriptor or died");
 	}
 }
 

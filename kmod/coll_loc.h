@@ -24,7 +24,9 @@
  *                    a failed collective across hosts, after its grants
  *                    are revoked).
  * struct coll_req    a non-blocking request's handle and result; kref held
- *                    by the descriptor's xarray and by its coll_sub.
+ *                    by the descriptor's xarray (or, submitted through
+ *                    io_uring, by the io_uring command until its
+ *                    completion is posted) and by its coll_sub.
  * struct coll_reg    a pinned buffer of a descriptor's registration cache
  *                    (coll_regcache.c); kref held by the cache while linked
  *                    or stale, and by each coll_sub using it; holds a kref
@@ -42,6 +44,9 @@
  * coll_procs_lock  (spinlock) per-process communicator counts.
  * coll_comms_all_lock (spinlock, irqsave) the list of every communicator
  *                             alive, for netlink (coll_comm.c); innermost.
+ * coll_file.ulock  (spinlock, irqsave) the descriptor's io_uring commands
+ *                             in flight (coll_uring.c); taken alone, from
+ *                             wherever a collective ends.
  * coll_regcache.lock (spinlock) a descriptor's registration cache; taken
  *                             alone, also in mmu notifier callbacks (under
  *                             mmap_lock, in reclaim): nothing sleeps,
@@ -66,6 +71,7 @@
 #include "coll_wire.h"
 
 struct coll_comm;
+struct io_uring_cmd;
 struct coll_file;
 struct coll_obuf;
 struct coll_proc;
@@ -153,6 +159,9 @@ struct coll_file {
 	u32 nreqs;			/* requests held, reserved included */
 	atomic_t ndone;			/* requests complete, not collected */
 	wait_queue_head_t wq;		/* their completions: WAIT, poll() */
+	spinlock_t ulock;		/* ucmds, nucmds (coll_uring.c) */
+	struct list_head ucmds;		/* io_uring commands in flight */
+	u32 nucmds;			/* their number, reserved included */
 	struct coll_regcache rc;	/* pinned buffers kept (coll_regcache.c) */
 };
 
@@ -529,6 +538,9 @@ static inline bool coll_ranges_overlap(u64 a, u64 alen, u64 b, u64 blen)
 
 /* coll_match.c: submissions, matched across ranks by sequence number */
 int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd);
+int coll_op_submit_one(struct coll_file *cf, struct coll_op *arg,
+		       struct coll_op __user *uarg,
+		       struct io_uring_cmd *ioucmd);
 int coll_op_check(const struct coll_op *arg);
 int coll_match_publish_group(struct coll_member *m, struct coll_sub **subs,
 			     struct coll_task **cands, u32 n,
@@ -810,6 +822,9 @@ struct coll_req {
 	struct kref kref;
 	int status;			/* valid once done */
 	bool done;			/* release/acquire */
+	struct io_uring_cmd *ioucmd;	/* submitted through io_uring */
+	void *owner;			/* its submitter's files (flush) */
+	struct list_head unode;		/* in cf->ucmds, under cf->ulock */
 };
 
 struct coll_req *coll_req_alloc(void);
@@ -819,6 +834,18 @@ void coll_req_complete(struct coll_req *req, struct coll_file *cf,
 int coll_req_wait(struct coll_file *cf, struct coll_wait *arg, bool test);
 void coll_req_release_all(struct coll_file *cf);
 bool coll_file_has_done(struct coll_file *cf);
+
+/* coll_uring.c: IORING_OP_URING_CMD submission */
+void coll_uring_init(struct coll_file *cf);
+int coll_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
+int coll_uring_reserve(struct coll_file *cf);
+void coll_uring_unreserve(struct coll_file *cf);
+void coll_uring_track(struct coll_file *cf, struct coll_req *req,
+		      struct io_uring_cmd *ioucmd);
+void coll_uring_untrack(struct coll_file *cf, struct coll_req *req);
+void coll_uring_complete(struct coll_req *req, struct coll_file *cf,
+			 int status);
+int coll_uring_flush(struct coll_file *cf, void *id);
 
 /* coll_obuf.c */
 #define COLL_OBUF_LEAF	(PAGE_SIZE / sizeof(struct page *))

@@ -118,6 +118,7 @@ static int coll_open(struct inode *inode, struct file *file)
 	xa_init_flags(&cf->reqs, XA_FLAGS_ALLOC | XA_FLAGS_ACCOUNT);
 	atomic_set(&cf->ndone, 0);
 	init_waitqueue_head(&cf->wq);
+	coll_uring_init(cf);
 	coll_regcache_init(&cf->rc);
 	file->private_data = cf;
 	return 0;
@@ -150,6 +151,12 @@ static int coll_release(struct inode *inode, struct file *file)
 	coll_regcache_flush(&cf->rc);
 	kref_put(&cf->kref, coll_file_release);
 	return 0;
+}
+
+/* Every close of a file table holding the descriptor (coll_uring.c). */
+static int coll_flush(struct file *file, fl_owner_t id)
+{
+	return coll_uring_flush(file->private_data, id);
 }
 
 static __poll_t coll_poll(struct file *file, poll_table *wait)
@@ -292,7 +299,9 @@ static const struct file_operations coll_fops = {
 	.owner = THIS_MODULE,
 	.open = coll_open,
 	.release = coll_release,
+	.flush = coll_flush,
 	.unlocked_ioctl = coll_ioctl,
+	.uring_cmd = coll_uring_cmd,
 	.compat_ioctl = compat_ptr_ioctl,
 	.poll = coll_poll,
 	.llseek = noop_llseek,

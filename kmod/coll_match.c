@@ -238,22 +238,29 @@ static void coll_match_unreserve(struct coll_file *cf, u32 handle)
 }
 
 /**
- * coll_op_submit() - COLL_SUBMIT
+ * coll_op_submit_one() - submit one collective
  * @cf: the caller's descriptor
- * @ucmd: the argument (struct coll_op); out_req is written for
- *        non-blocking calls, nothing for blocking ones
+ * @arg: the argument, the kernel's copy
+ * @uarg: the caller's, where out_req is written back for a non-blocking
+ *        ioctl; NULL for io_uring
+ * @ioucmd: the io_uring command that submits it (coll_uring.c), or NULL
+ *          for the ioctl
+ *
+ * An io_uring command is a non-blocking submission without a handle: its
+ * request completes the command instead.
  *
  * Locks: takes cf->lock, then (not nested) comm->lock; neither is held
  * while pinning or waiting.
  *
  * Return: 0 or -errno as documented in the uapi header; for a blocking
- * call, the collective's own result.
+ * call, the collective's own result; -EIOCBQUEUED for a command queued.
  */
-int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
+int coll_op_submit_one(struct coll_file *cf, struct coll_op *arg,
+		       struct coll_op __user *uarg,
+		       struct io_uring_cmd *ioucmd)
 {
-	struct coll_op *arg = ucmd->cmd;
-	struct coll_op __user *uarg = ucmd->ubuf;
-	bool nonblock = arg->flags & COLL_OP_F_NONBLOCK;
+	bool nonblock = (arg->flags & COLL_OP_F_NONBLOCK) || ioucmd;
+	bool handle_out = nonblock && !ioucmd;
 	struct coll_task *task, *cand = NULL;
 	struct coll_req *req = NULL;
 	struct coll_member *m;
@@ -273,7 +280,7 @@ int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
 		return -ENOENT;
 	}
 	kref_get(&m->kref);
-	if (nonblock) {
+	if (handle_out) {
 		if (cf->nreqs >= READ_ONCE(coll_max_requests))
 			ret = -ENOSPC;
 		else
@@ -286,6 +293,8 @@ int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
 		}
 	}
 	mutex_unlock(&cf->lock);
+	if (!ret && ioucmd)
+		ret = coll_uring_reserve(cf);
 	if (ret)
 		goto err_put_member;
 
@@ -315,7 +324,7 @@ retry_eager:
 			goto err_free_sub;
 		}
 		sub->req = req;
-		kref_get(&req->kref);		/* the descriptor's */
+		kref_get(&req->kref);	/* the descriptor's, or the command's */
 	}
 	kref_get(&cf->kref);
 	sub->cf = cf;
@@ -329,7 +338,7 @@ retry_eager:
 	}
 
 	/* The output, before anything is published. */
-	if (nonblock) {
+	if (handle_out) {
 		if (put_user(handle, &uarg->out_req)) {
 			ret = -EFAULT;
 			goto err_free_cand;
@@ -341,6 +350,8 @@ retry_eager:
 	if (ret)
 		goto err_free_cand;
 
+	if (ioucmd)
+		coll_uring_track(cf, req, ioucmd);
 	for (;;) {
 		task = coll_match_publish(m, sub, &cand, &start);
 		if (PTR_ERR_OR_ZERO(task) != -EAGAIN)
@@ -349,16 +360,16 @@ retry_eager:
 		cand = coll_task_alloc(m->comm);
 		if (!cand) {
 			ret = -ENOMEM;
-			goto err_free_cand;
+			goto err_untrack;
 		}
 	}
 	if (IS_ERR(task)) {
 		ret = PTR_ERR(task);
-		goto err_free_cand;
+		goto err_untrack;
 	}
 	coll_task_free_unused(cand);
 
-	if (nonblock) {
+	if (handle_out) {
 		/* Storing into a reserved entry allocates nothing. */
 		mutex_lock(&cf->lock);
 		xa_store(&cf->reqs, handle, req, GFP_KERNEL_ACCOUNT);
@@ -372,12 +383,15 @@ retry_eager:
 		coll_task_put(task);
 	}
 	if (nonblock)
-		return 0;
+		return ioucmd ? -EIOCBQUEUED : 0;
 	ret = coll_run_participate(task, true);
 	coll_task_release_rank(task, rank);
 	coll_task_put(task);
 	return ret;
 
+err_untrack:
+	if (ioucmd)
+		coll_uring_untrack(cf, req);
 err_free_cand:
 	coll_task_free_unused(cand);
 	if (written)
@@ -392,9 +406,24 @@ err_free_sub:
 		goto retry_eager;
 	}
 err_unreserve:
-	if (nonblock)
+	if (ioucmd)
+		coll_uring_unreserve(cf);
+	else if (nonblock)
 		coll_match_unreserve(cf, handle);
 err_put_member:
 	coll_member_put(m);
 	return ret;
+}
+
+/**
+ * coll_op_submit() - COLL_SUBMIT
+ * @cf: the caller's descriptor
+ * @ucmd: the argument (struct coll_op); out_req is written for
+ *        non-blocking calls, nothing for blocking ones
+ *
+ * Return: as coll_op_submit_one().
+ */
+int coll_op_submit(struct coll_file *cf, struct coll_ucmd *ucmd)
+{
+	return coll_op_submit_one(cf, ucmd->cmd, ucmd->ubuf, NULL);
 }

@@ -54,10 +54,16 @@ static bool coll_req_done(const struct coll_req *req)
  * @req: the request (the caller holds a reference)
  * @cf: its descriptor
  * @status: the result
+ *
+ * A request of io_uring completes its command instead (coll_uring.c).
  */
 void coll_req_complete(struct coll_req *req, struct coll_file *cf,
 		       int status)
 {
+	if (req->ioucmd) {
+		coll_uring_complete(req, cf, status);
+		return;
+	}
 	WRITE_ONCE(req->status, status);
 	/* status before done: pairs with coll_req_done() */
 	smp_store_release(&req->done, true);

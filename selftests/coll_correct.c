@@ -81,6 +81,8 @@
  */
 #include <math.h>
 
+#include <liburing.h>
+
 #include "coll_selftest.h"
 #include <libcollective.h>
 #include "kselftest_harness.h"
@@ -994,6 +996,7 @@ struct rarg {
 
 #define TEST_NONBLOCKING COLL_PRIM_MAX
 #define TEST_GROUP	(COLL_PRIM_MAX + 1)
+#define TEST_URING	(COLL_PRIM_MAX + 2)
 #define NSLOTS		32	/* TEST_GROUP's ops per group, at most */
 
 struct rctx {
@@ -2019,31 +2022,38 @@ static int nonblocking_test(struct rctx *c)
  * once the group has returned.  Odd data types run with
  * COLL_GROUP_F_NOFUSE: one collective per op.
  */
+/* group_test()'s collectives of data type @dt into c->slots: their number. */
+static int group_slots(struct rctx *c, int dt)
+{
+	int op, si, prim, n = 0;
+
+	for (op = 0; op < COLL_REDOP_MAX; op++) {
+		for (si = 1; si <= 3; si++) {
+			struct slot *s = &c->slots[n++];
+
+			rotate(c, &s->p, COLL_ALLREDUCE, dt, op,
+			       sweep_count(si, COLL_ALLREDUCE, dt, c->n), si);
+			s->p.algo = COLL_ALGO_AUTO;	/* one bucket */
+		}
+	}
+	rotate(c, &c->slots[n++].p, COLL_ALLREDUCE, dt, dt % 5, 0, 0);
+	rotate(c, &c->slots[n++].p, COLL_ALLREDUCE, dt, (dt + 1) % 5,
+	       sweep_count(4, COLL_ALLREDUCE, dt, c->n), 4);
+	for (prim = COLL_REDUCE; prim <= COLL_BARRIER; prim++) {
+		si = prim == COLL_BARRIER ? 0 : 2 + (prim + dt) % 2;
+		rotate(c, &c->slots[n++].p, prim, dt, (prim + dt) % 5,
+		       sweep_count(si, prim, dt, c->n), si);
+	}
+	return n;
+}
+
 static int group_test(struct rctx *c)
 {
-	int dt, op, si, prim, n, i, r;
+	int dt, n, i, r;
 	int64_t t0 = st_now_ns();
 
 	for (dt = 0; dt < COLL_DTYPE_MAX; dt++) {
-		n = 0;
-		for (op = 0; op < COLL_REDOP_MAX; op++) {
-			for (si = 1; si <= 3; si++) {
-				struct slot *s = &c->slots[n++];
-
-				rotate(c, &s->p, COLL_ALLREDUCE, dt, op,
-				       sweep_count(si, COLL_ALLREDUCE, dt, c->n),
-				       si);
-				s->p.algo = COLL_ALGO_AUTO;	/* one bucket */
-			}
-		}
-		rotate(c, &c->slots[n++].p, COLL_ALLREDUCE, dt, dt % 5, 0, 0);
-		rotate(c, &c->slots[n++].p, COLL_ALLREDUCE, dt, (dt + 1) % 5,
-		       sweep_count(4, COLL_ALLREDUCE, dt, c->n), 4);
-		for (prim = COLL_REDUCE; prim <= COLL_BARRIER; prim++) {
-			si = prim == COLL_BARRIER ? 0 : 2 + (prim + dt) % 2;
-			rotate(c, &c->slots[n++].p, prim, dt, (prim + dt) % 5,
-			       sweep_count(si, prim, dt, c->n), si);
-		}
+		n = group_slots(c, dt);
 		for (i = 0; i < n; i++)
 			if (prepare(c, &c->slots[i]))
 				return -1;
@@ -2068,6 +2078,103 @@ static int group_test(struct rctx *c)
 	return 0;
 }
 
+/*
+ * io_uring (coll_uring_prep(), IORING_OP_URING_CMD): group_test()'s
+ * collectives of each data type posted as SQEs of one ring and submitted
+ * with one io_uring_enter, then reaped in whatever order they complete
+ * (each CQE's user_data names its slot, each must come with res 0), then
+ * each checked as the sweep checks a call.
+ */
+static int uring_test(struct rctx *c)
+{
+	struct io_uring ring;
+	int dt, n, i, r, got;
+	int64_t t0 = st_now_ns();
+	unsigned long nops = 0;
+
+	r = io_uring_queue_init(NSLOTS, &ring, IORING_SETUP_SQE128);
+	if (r) {
+		st_log("FAIL uring n=%d rank=%d: io_uring_queue_init: %s",
+		       c->n, c->rank, st_errname(r));
+		return -1;
+	}
+	for (dt = 0; dt < COLL_DTYPE_MAX; dt++) {
+		n = group_slots(c, dt);
+		for (i = 0; i < n; i++) {
+			struct slot *s = &c->slots[i];
+			const struct callp *p = &s->p;
+			struct io_uring_sqe *sqe;
+
+			if (prepare(c, s))
+				goto fail;
+			r = coll_comm_set_algo(c->comm, p->algo);
+			sqe = io_uring_get_sqe(&ring);
+			if (!r && !sqe)
+				r = -ENOSPC;
+			if (!r && p->prim == COLL_BARRIER)	/* as coll_barrier() */
+				r = coll_uring_prep(c->comm, sqe, p->prim, NULL,
+						    NULL, 0, 0, 0, 0);
+			else if (!r)
+				r = coll_uring_prep(c->comm, sqe, p->prim,
+						    s->send, s->recv, p->count,
+						    p->dtype, p->op < 0 ? 0 : p->op,
+						    p->root);
+			if (r) {
+				report_call(c, p, "coll_uring_prep: %s",
+					    st_errname(r));
+				goto fail;
+			}
+			io_uring_sqe_set_data64(sqe, i);
+			c->ncalls++;
+		}
+		r = io_uring_submit(&ring);
+		if (r != n) {
+			st_log("FAIL uring n=%d rank=%d dtype %s: io_uring_submit: %d of %d",
+			       c->n, c->rank, dts[dt].name, r, n);
+			goto fail;
+		}
+		for (got = 0; got < n; got++) {
+			struct io_uring_cqe *cqe;
+			struct __kernel_timespec ts = { .tv_sec = 60 };
+			uint64_t k;
+
+			r = io_uring_wait_cqe_timeout(&ring, &cqe, &ts);
+			if (r) {
+				st_log("FAIL uring n=%d rank=%d dtype %s: %d of %d completions, then %s",
+				       c->n, c->rank, dts[dt].name, got, n,
+				       st_errname(r));
+				goto fail;
+			}
+			k = io_uring_cqe_get_data64(cqe);
+			r = cqe->res;
+			io_uring_cqe_seen(&ring, cqe);
+			if (k >= (uint64_t)n) {
+				st_log("FAIL uring n=%d rank=%d: user_data %llu",
+				       c->n, c->rank, (unsigned long long)k);
+				goto fail;
+			}
+			if (r) {
+				report_call(c, &c->slots[k].p, "CQE res %s",
+					    st_errname(r));
+				goto fail;
+			}
+			nops++;
+		}
+		/* In slot order: verify() may meet the other ranks. */
+		for (i = 0; i < n; i++)
+			if (verify(c, &c->slots[i]))
+				goto fail;
+	}
+	io_uring_queue_exit(&ring);
+	if (c->rank == 0)
+		st_log("uring n=%d: %lu ops in %d batches in %.1f s", c->n,
+		       nops, COLL_DTYPE_MAX, (st_now_ns() - t0) / 1e9);
+	return 0;
+fail:
+	io_uring_queue_exit(&ring);
+	return -1;
+}
+
 /* ---- rank processes ------------------------------------------------------ */
 
 static int rank_main(int rank, void *arg)
@@ -2076,6 +2183,7 @@ static int rank_main(int rank, void *arg)
 	struct rctx c = { .a = a, .n = a->n, .rank = rank };
 	const char *name = a->test == TEST_NONBLOCKING ? "nonblocking" :
 			   a->test == TEST_GROUP ? "group" :
+			   a->test == TEST_URING ? "uring" :
 			   prim_names[a->test];
 	int r, ret = 1, i;
 
@@ -2104,6 +2212,8 @@ static int rank_main(int rank, void *arg)
 		r = nonblocking_test(&c);
 	else if (a->test == TEST_GROUP)
 		r = group_test(&c);
+	else if (a->test == TEST_URING)
+		r = uring_test(&c);
 	else if (a->test == COLL_BARRIER)
 		r = barrier_test(&c);
 	else
@@ -2299,6 +2409,7 @@ PRIM_TEST(alltoall, COLL_ALLTOALL)
 PRIM_TEST(barrier, COLL_BARRIER)
 PRIM_TEST(nonblocking, TEST_NONBLOCKING)
 PRIM_TEST(group, TEST_GROUP)
+PRIM_TEST(uring, TEST_URING)
 
 /* The exhaustive matrix (see the top of the file), for 3 and 4 ranks. */
 FIXTURE(matrix) {

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <linux/io_uring.h>
 
 #include "libcollective.h"
 #include "libcollective_int.h"
@@ -365,6 +366,24 @@ int coll_group_end(coll_comm_t *c, unsigned int flags)
  * use, as the ABI requires.  With COLL_OP_F_NONBLOCK, req receives the
  * request; without it, req may be NULL and is not touched.
  */
+static void op_fill(struct coll_op *op, const coll_comm_t *c, int prim,
+		    const void *sendbuf, void *recvbuf, size_t count,
+		    int dtype, int redop, int root, unsigned int flags)
+{
+	memset(op, 0, sizeof(*op));
+	op->size = sizeof(*op);
+	op->flags = flags;
+	op->comm = c->handle;
+	op->prim = (uint32_t)prim;
+	op->dtype = (uint32_t)dtype;
+	op->redop = (uint32_t)redop;
+	op->root = (uint32_t)root;
+	op->algo = (uint32_t)c->algo;
+	op->sendbuf = (uintptr_t)sendbuf;
+	op->recvbuf = (uintptr_t)recvbuf;
+	op->count = count;
+}
+
 int coll_submit(coll_comm_t *c, int prim, const void *sendbuf, void *recvbuf,
 		size_t count, int dtype, int redop, int root,
 		unsigned int flags, coll_req_t *req)
@@ -377,18 +396,8 @@ int coll_submit(coll_comm_t *c, int prim, const void *sendbuf, void *recvbuf,
 	if ((flags & COLL_OP_F_NONBLOCK) && !req)
 		return -EINVAL;
 
-	memset(&op, 0, sizeof(op));
-	op.size = sizeof(op);
-	op.flags = flags;
-	op.comm = c->handle;
-	op.prim = (uint32_t)prim;
-	op.dtype = (uint32_t)dtype;
-	op.redop = (uint32_t)redop;
-	op.root = (uint32_t)root;
-	op.algo = (uint32_t)c->algo;
-	op.sendbuf = (uintptr_t)sendbuf;
-	op.recvbuf = (uintptr_t)recvbuf;
-	op.count = count;
+	op_fill(&op, c, prim, sendbuf, recvbuf, count, dtype, redop, root,
+		flags);
 	if (c->group_depth)
 		return group_record(c, &op);
 	ret = do_ioctl(c->fd, COLL_SUBMIT, &op, 0);
@@ -398,6 +407,31 @@ int coll_submit(coll_comm_t *c, int prim, const void *sendbuf, void *recvbuf,
 		req->comm = c;
 		req->handle = op.out_req;
 	}
+	return 0;
+}
+
+/* The command area of a 128-byte SQE, from cmd to the entry's end. */
+#define URING_CMD_BYTES (2 * sizeof(struct io_uring_sqe) - \
+			 offsetof(struct io_uring_sqe, cmd))
+
+int coll_uring_prep(coll_comm_t *c, struct io_uring_sqe *sqe, int prim,
+		    const void *sendbuf, void *recvbuf, size_t count,
+		    int dtype, int redop, int root)
+{
+	struct coll_op op;
+
+	_Static_assert(sizeof(op) <= URING_CMD_BYTES, "struct coll_op fits");
+	if (!c || !sqe || prim < 0 || dtype < 0 || redop < 0 || root < 0)
+		return -EINVAL;
+	if (c->group_depth)
+		return -EINVAL;
+	op_fill(&op, c, prim, sendbuf, recvbuf, count, dtype, redop, root,
+		COLL_OP_F_NONBLOCK);
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = c->fd;
+	sqe->cmd_op = COLL_SUBMIT;
+	memcpy(sqe->cmd, &op, sizeof(op));
 	return 0;
 }
 

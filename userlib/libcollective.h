@@ -166,6 +166,20 @@ int coll_submit(coll_comm_t *c, int prim, const void *sendbuf, void *recvbuf,
 int coll_group_start(coll_comm_t *c);
 int coll_group_end(coll_comm_t *c, unsigned int flags);
 
+/*
+ * io_uring (IORING_OP_URING_CMD; coll_uring_prep(3)): fill *sqe, a 128-byte
+ * entry of a ring set up with IORING_SETUP_SQE128 (liburing:
+ * io_uring_queue_init(n, &ring, IORING_SETUP_SQE128)), to submit the
+ * collective coll_submit() would submit with COLL_OP_F_NONBLOCK; it
+ * matches the other ranks' non-blocking submissions.  Set user_data after.
+ * The CQE's res is the collective's result: 0 or -errno.  The buffers
+ * must stay valid until then.  -EINVAL inside a group.
+ */
+struct io_uring_sqe;
+int coll_uring_prep(coll_comm_t *c, struct io_uring_sqe *sqe, int prim,
+		    const void *sendbuf, void *recvbuf, size_t count,
+		    int dtype, int redop, int root);
+
 /* 0 or the request's error; timeout_ms 0 waits forever (-ETIMEDOUT). */
 int coll_wait(coll_req_t *req, unsigned int timeout_ms);
 /* -EAGAIN while pending; otherwise as coll_wait. */

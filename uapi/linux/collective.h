@@ -428,6 +428,26 @@ struct coll_op {
 
 #define COLL_SUBMIT _IO(COLL_TYPE, COLL_CMD_SUBMIT)
 
+/*
+ * io_uring submission.  IORING_OP_URING_CMD on a /dev/collective descriptor,
+ * from a ring set up with IORING_SETUP_SQE128, with cmd_op %COLL_SUBMIT and
+ * a struct coll_op (size at most 80; bytes beyond the kernel's struct must
+ * be 0) in the SQE's command area, submits that collective as
+ * %COLL_OP_F_NONBLOCK would (given or not), so it matches the other ranks'
+ * non-blocking submissions, but without a request handle: out_req is
+ * ignored, and the CQE, which carries the SQE's user_data, is posted when
+ * the collective ends, its res the result (0 or -errno, as for COLL_WAIT).
+ * An SQE the ioctl would refuse completes at once with the ioctl's errno,
+ * and changes nothing; besides, EINVAL without SQE128, with a size below
+ * the kernel's struct or above 80, or with uring_cmd_flags set; E2BIG for
+ * a non-zero tail; ENOTTY for another cmd_op; EOPNOTSUPP on an IOPOLL ring;
+ * ENOSPC with max_requests commands of the descriptor in flight.  The
+ * buffers must stay valid until the CQE.  A process that exits (or is
+ * killed) with commands of its own in flight on a descriptor leaves that
+ * descriptor's communicators, as closing it would, and the commands
+ * complete with ECONNRESET.
+ */
+
 /**
  * struct coll_wait - COLL_WAIT / COLL_TEST: collect a request
  * @size: sizeof(struct coll_wait)
