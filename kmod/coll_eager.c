@@ -34,14 +34,31 @@
  * that wants it, then sleeps, killable, on comm->eager_wq; a killed rank
  * kills the communicator, and coll_comm_end() wakes the waiters.
  *
+ * io_uring commands (coll_uring.c) take this path as blocking calls do,
+ * and match as they do, but never wait: a command whose result is there
+ * when it arrives completes at once; one that would wait parks in its
+ * slot (s->ucmd[rank]) with a reference on the communicator, and whoever
+ * makes what it needs available (the last arriver, the root, a disagreeing
+ * rank, the communicator's death) kicks it, under comm->lock, to its
+ * submitter's task work (coll_eager_kick()), which copies the result out
+ * in the submitter's context, leaves the slot and posts the completion.
+ * A first rank that finds its slot still busy (COLL_EAGER_SLOTS
+ * collectives ahead) takes the task path instead of waiting.
+ *
  * Locks: comm->lock guards each slot's bookkeeping (busy, seq, desc, the
- * counters, status).  A rank's input area is its own between its claim and
+ * counters, status, the parked commands).  A rank's input area is its own between its claim and
  * its arrival; the result area is the last arriver's until it sets all_in.
  * all_in and root_in are written with smp_store_release() after the data
  * they publish and read with smp_load_acquire().
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/fs.h>
+#ifdef COLL_HAVE_IO_URING_CMD_H
+#include <linux/io_uring/cmd.h>
+#else
+#include <linux/io_uring.h>
+#endif
 #include <linux/ktime.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
@@ -72,11 +89,29 @@ struct coll_eslot {
 	u64 t_first;		/* ns: claimed */
 	u64 t_start;		/* ns: the last rank arrived */
 	unsigned long *arrived;	/* comm->lock: nranks bits, for netlink */
+	struct coll_eucmd *ucmd; /* comm->lock: nranks parked commands */
 	u8 *data;		/* slot_bytes: the inputs, then the result */
+};
+
+/* An io_uring command parked in a slot, waiting for its result. */
+struct coll_eucmd {
+	struct io_uring_cmd *cmd;	/* NULL: none */
+	void *owner;			/* its submitter's files (flush) */
+};
+
+/* What a parked command keeps in its pdu, for its completion. */
+struct coll_eager_pdu {
+	struct coll_comm *comm;		/* holds a reference */
+	struct coll_eslot *s;
+	u64 recvbuf;
+	u32 recv;			/* bytes to copy out */
+	u8 rank;
+	u8 need;			/* enum coll_eneed */
 };
 
 struct coll_eager {
 	u32 slot_bytes;
+	u32 nucmds;		/* comm->lock (written): commands parked */
 	size_t alloc_bytes;
 	struct coll_eslot slot[COLL_EAGER_SLOTS];
 	u8 data[];
@@ -235,11 +270,14 @@ static int coll_eager_writable(u64 addr, u64 len)
 	       -EFAULT : 0;
 }
 
-/* Wake the waiters of @comm's slots, if any sleep. */
+static void coll_eager_kick(struct coll_comm *comm);
+
+/* Wake the waiters of @comm's slots, if any sleep, and kick its commands. */
 void coll_eager_wake(struct coll_comm *comm)
 {
 	if (wq_has_sleeper(&comm->eager_wq))
 		wake_up_all(&comm->eager_wq);
+	coll_eager_kick(comm);
 }
 
 /*
@@ -320,9 +358,10 @@ static void coll_eager_disagree_slot(struct coll_member *m,
  * @sub: its part
  *
  * If the first rank of @m's next collective took the eager path, a
- * blocking submission outside a group that agrees with it was sent to the
- * task path only because the slot was still busy when it looked (or its
- * tunables said so): it must follow into the slot instead.  Any other
+ * blocking submission (or an io_uring command) outside a group that
+ * agrees with it was sent to the task path only because the slot was
+ * still busy when it looked (or its tunables said so): it must follow
+ * into the slot instead.  Any other
  * (non-blocking, in a group, or disagreeing) cannot match it: it arrives
  * there, failing the collective with EPROTO, and the caller wakes the
  * slot's waiters (coll_eager_wake()) once it drops the lock.
@@ -338,8 +377,8 @@ int coll_eager_meet_locked(struct coll_member *m, const struct coll_sub *sub)
 
 	if (!s)
 		return 0;
-	if (!sub->req && !sub->desc.group && coll_desc_equal(&s->desc,
-							     &sub->desc))
+	if ((!sub->req || sub->req->ioucmd) && !sub->desc.group &&
+	    coll_desc_equal(&s->desc, &sub->desc))
 		return -EAGAIN;
 	coll_eager_disagree_slot(m, s);
 	return -EPROTO;
@@ -350,21 +389,29 @@ static void coll_eager_alloc(struct coll_comm *comm, u32 slot_bytes)
 {
 	size_t words = BITS_TO_LONGS(comm->nranks);
 	size_t data = round_up((size_t)slot_bytes, sizeof(long));
+	size_t ucmds = comm->nranks * sizeof(struct coll_eucmd);
 	size_t bytes = struct_size((struct coll_eager *)NULL, data,
-				   (data + words * sizeof(long)) *
+				   (data + words * sizeof(long) + ucmds) *
 				   COLL_EAGER_SLOTS);
 	struct coll_eager *e = coll_kvzalloc(bytes);
+	u8 *p;
 	u32 i;
 
 	if (!e)
 		return;
 	e->slot_bytes = slot_bytes;
 	e->alloc_bytes = bytes;
-	/* the data areas, then the bitmaps (long-aligned: data is) */
+	/*
+	 * The data areas, then the bitmaps, then the parked commands (each
+	 * long-aligned: data and bitmaps are, and struct coll_eucmd is two
+	 * pointers).
+	 */
 	for (i = 0; i < COLL_EAGER_SLOTS; i++) {
+		p = e->data + COLL_EAGER_SLOTS * data;
 		e->slot[i].data = e->data + i * data;
-		e->slot[i].arrived = (unsigned long *)
-			(e->data + COLL_EAGER_SLOTS * data) + i * words;
+		e->slot[i].arrived = (unsigned long *)p + i * words;
+		p += COLL_EAGER_SLOTS * words * sizeof(long);
+		e->slot[i].ucmd = (struct coll_eucmd *)(p + i * ucmds);
 	}
 	spin_lock(&comm->lock);
 	if (!comm->eager) {
@@ -492,6 +539,157 @@ static int coll_eager_wait(struct coll_comm *comm, struct coll_eslot *s,
 }
 
 /*
+ * A rank's result, once what it needs is there (or lost): 0, or the slot's
+ * error, -ECONNRESET (the communicator died first) or -EFAULT.
+ */
+static int coll_eager_result(struct coll_comm *comm, struct coll_eslot *s,
+			     enum coll_eneed need, u32 rank, u64 recvbuf,
+			     u64 recv)
+{
+	struct coll_eshape sh;
+	int ret = READ_ONCE(s->status);
+
+	if (!ret && need != COLL_ENEED_SELF && !coll_eager_have(s, need))
+		ret = -ECONNRESET;	/* woken by the communicator's death */
+	if (ret)
+		return ret;
+	coll_eager_shape(&s->desc, comm->nranks, &sh);
+	sh.recv = recv;
+	return coll_eager_copy_out(s, &sh, comm->nranks, rank, recvbuf);
+}
+
+static struct coll_eager_pdu *coll_eager_pdu(struct io_uring_cmd *cmd)
+{
+	BUILD_BUG_ON(sizeof(struct coll_eager_pdu) > sizeof(cmd->pdu));
+	return (struct coll_eager_pdu *)cmd->pdu;
+}
+
+/*
+ * Task work of a parked command's submitter (or io_uring's fallback worker
+ * if it is exiting, where the copy out fails): its result, then the slot
+ * left, then the completion.
+ */
+static void coll_eager_ucmd_done(struct io_uring_cmd *cmd,
+				 unsigned int issue_flags)
+{
+	struct coll_eager_pdu *pdu = coll_eager_pdu(cmd);
+	struct coll_comm *comm = pdu->comm;
+	struct coll_eslot *s = pdu->s;
+	int ret;
+
+	ret = coll_eager_result(comm, s, pdu->need, pdu->rank, pdu->recvbuf,
+				pdu->recv);
+	coll_eager_leave(comm, s);
+	coll_uring_unreserve(cmd->file->private_data);
+	coll_comm_put(comm);
+	io_uring_cmd_done(cmd, ret, 0, issue_flags);
+}
+
+/*
+ * Kick the parked commands whose result is there (or lost) to their
+ * submitters' task work.  Called once what they wait for is published.
+ *
+ * Locks: takes comm->lock (io_uring_cmd_complete_in_task() only queues
+ * the work and wakes the task).
+ */
+static void coll_eager_kick(struct coll_comm *comm)
+{
+	struct coll_eager *e = READ_ONCE(comm->eager);
+	struct coll_eslot *s;
+	struct io_uring_cmd *cmd;
+	u32 i, r;
+
+	/* published, then read: pairs with smp_mb() in coll_eager_park() */
+	smp_mb();
+	if (!e || !READ_ONCE(e->nucmds))
+		return;
+	spin_lock(&comm->lock);
+	for (i = 0; i < COLL_EAGER_SLOTS && e->nucmds; i++) {
+		s = &e->slot[i];
+		for (r = 0; r < comm->nranks; r++) {
+			cmd = s->ucmd[r].cmd;
+			if (!cmd ||
+			    !coll_eager_ready(comm, s, coll_eager_pdu(cmd)->need))
+				continue;
+			s->ucmd[r].cmd = NULL;
+			WRITE_ONCE(e->nucmds, e->nucmds - 1);
+			io_uring_cmd_complete_in_task(cmd, coll_eager_ucmd_done);
+		}
+	}
+	spin_unlock(&comm->lock);
+}
+
+/*
+ * Park the io_uring command @cmd of @rank, arrived at @s, until what @need
+ * names is there; it holds a reference on @comm until it completes.
+ *
+ * Locks: takes comm->lock.
+ *
+ * Return: true if parked, false if what it needs is there already (the
+ * caller completes it now).
+ */
+static bool coll_eager_park(struct coll_comm *comm, struct coll_eslot *s,
+			    u32 rank, enum coll_eneed need,
+			    struct io_uring_cmd *cmd, u64 recvbuf, u64 recv)
+{
+	struct coll_eager *e = comm->eager;
+
+	*coll_eager_pdu(cmd) = (struct coll_eager_pdu){
+		.comm = comm,
+		.s = s,
+		.recvbuf = recvbuf,
+		.recv = recv,
+		.rank = rank,
+		.need = need,
+	};
+	spin_lock(&comm->lock);
+	s->ucmd[rank] = (struct coll_eucmd){
+		.cmd = cmd,
+		.owner = current->files,
+	};
+	WRITE_ONCE(e->nucmds, e->nucmds + 1);
+	/* parked, then checked: pairs with smp_mb() in coll_eager_kick() */
+	smp_mb();
+	if (coll_eager_ready(comm, s, need)) {
+		s->ucmd[rank].cmd = NULL;
+		WRITE_ONCE(e->nucmds, e->nucmds - 1);
+		spin_unlock(&comm->lock);
+		return false;
+	}
+	kref_get(&comm->kref);
+	spin_unlock(&comm->lock);
+	return true;
+}
+
+/**
+ * coll_eager_owns() - does a command of @m from file table @id wait here?
+ * @m: a membership
+ * @id: a file table (coll_uring_flush())
+ *
+ * Locks: takes comm->lock.
+ *
+ * Return: true if an io_uring command of @m, submitted from @id, is parked
+ * in one of its communicator's slots.
+ */
+bool coll_eager_owns(struct coll_member *m, void *id)
+{
+	struct coll_comm *comm = m->comm;
+	struct coll_eager *e;
+	struct coll_eucmd *u;
+	bool mine = false;
+	u32 i;
+
+	spin_lock(&comm->lock);
+	e = comm->eager;
+	for (i = 0; e && i < COLL_EAGER_SLOTS && !mine; i++) {
+		u = &e->slot[i].ucmd[m->rank];
+		mine = u->cmd && u->owner == id;
+	}
+	spin_unlock(&comm->lock);
+	return mine;
+}
+
+/*
  * May the first rank of a collective take the eager path?  Not if an
  * algorithm is forced, or slot_bytes (now) says no.  Later ranks follow
  * the first whatever the tunables say by then.
@@ -509,6 +707,7 @@ static bool coll_eager_may(struct coll_comm *comm, const struct coll_desc *d,
  * coll_eager_submit() - a blocking COLL_SUBMIT through the slots
  * @m: the membership (a reference held)
  * @arg: the validated argument, blocking, its root checked
+ * @ioucmd: the io_uring command that submits it, or NULL for the ioctl
  *
  * Locks: takes comm->lock, never held while copying or waiting.
  *
@@ -516,9 +715,11 @@ static bool coll_eager_may(struct coll_comm *comm, const struct coll_desc *d,
  * there, nothing was done), else the call's result: 0, -EPROTO (the ranks
  * disagree), -EFAULT (a buffer that cannot be read or written, found
  * before anything happened), -EINVAL or -EOVERFLOW (as coll_op_layout()),
- * -ECONNRESET (the communicator died) or -EINTR (killed).
+ * -ECONNRESET (the communicator died) or -EINTR (killed); or, for a
+ * command, -EIOCBQUEUED: parked, it completes later.
  */
-int coll_eager_submit(struct coll_member *m, const struct coll_op *arg)
+int coll_eager_submit(struct coll_member *m, const struct coll_op *arg,
+		      struct io_uring_cmd *ioucmd)
 {
 	struct coll_comm *comm = m->comm;
 	u32 n = comm->nranks, rank = m->rank;
@@ -582,11 +783,14 @@ retry:
 			 * This rank (a root, say) is COLL_EAGER_SLOTS
 			 * collectives ahead of another: wait for it to
 			 * leave the oldest, as a blocking call waits for
-			 * its peers.
+			 * its peers; a command never waits, and takes the
+			 * task path.
 			 */
 			u64 old = s->seq;
 
 			spin_unlock(&comm->lock);
+			if (ioucmd)
+				return -EAGAIN;
 			if (coll_eager_wait(comm, s, COLL_ENEED_NONE, old))
 				goto killed;
 			goto retry;
@@ -596,6 +800,7 @@ retry:
 			.desc = d,
 			.t_first = ktime_get_ns(),
 			.arrived = s->arrived,
+			.ucmd = s->ucmd,
 			.data = s->data,
 		};
 		bitmap_zero(s->arrived, n);
@@ -659,15 +864,17 @@ retry:
 		return ret;
 	}
 
-	if (need != COLL_ENEED_SELF && coll_eager_wait(comm, s, need, 0)) {
+	if (ioucmd) {
+		if (need != COLL_ENEED_SELF &&
+		    coll_eager_park(comm, s, rank, need, ioucmd, arg->recvbuf,
+				    sh.recv))
+			return -EIOCBQUEUED;
+	} else if (need != COLL_ENEED_SELF &&
+		   coll_eager_wait(comm, s, need, 0)) {
 		coll_eager_leave(comm, s);
 		goto killed;
 	}
-	ret = READ_ONCE(s->status);
-	if (!ret && need != COLL_ENEED_SELF && !coll_eager_have(s, need))
-		ret = -ECONNRESET;	/* woken by the communicator's death */
-	if (!ret)
-		ret = coll_eager_copy_out(s, &sh, n, rank, arg->recvbuf);
+	ret = coll_eager_result(comm, s, need, rank, arg->recvbuf, sh.recv);
 	coll_eager_leave(comm, s);
 	return ret;
 

@@ -559,7 +559,9 @@ struct coll_eager_op {		/* a collective in a slot, for netlink */
 
 bool coll_eager_op_locked(struct coll_comm *comm, u64 from,
 			  struct coll_eager_op *op);
-int coll_eager_submit(struct coll_member *m, const struct coll_op *arg);
+int coll_eager_submit(struct coll_member *m, const struct coll_op *arg,
+		      struct io_uring_cmd *ioucmd);
+bool coll_eager_owns(struct coll_member *m, void *id);
 int coll_eager_meet_locked(struct coll_member *m, const struct coll_sub *sub);
 void coll_eager_wake(struct coll_comm *comm);
 void coll_eager_free(struct coll_comm *comm);

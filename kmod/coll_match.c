@@ -304,10 +304,14 @@ int coll_op_submit_one(struct coll_file *cf, struct coll_op *arg,
 		goto err_unreserve;
 	}
 retry_eager:
-	if (!nonblock) {
-		ret = coll_eager_submit(m, arg);
+	if (!nonblock || ioucmd) {
+		ret = coll_eager_submit(m, arg, ioucmd);
+		if (ret == -EIOCBQUEUED) {	/* parked: its reservation too */
+			coll_member_put(m);
+			return ret;
+		}
 		if (ret != -EAGAIN)
-			goto err_put_member;
+			goto err_unreserve;
 	}
 	sub = coll_sub_alloc();
 	if (!sub) {
@@ -400,7 +404,7 @@ err_free_sub:
 	coll_sub_free(sub);
 	if (req)
 		coll_req_put(req);
-	/* blocking, and its collective went the eager path after all */
+	/* blocking (or io_uring), its collective went the eager path after all */
 	if (ret == -EXDEV) {
 		cand = NULL;
 		goto retry_eager;

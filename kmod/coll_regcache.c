@@ -48,6 +48,7 @@
 #include <linux/module.h>
 #include <linux/overflow.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 
 #include "coll_loc.h"
 
@@ -320,6 +321,15 @@ int coll_regcache_pin(struct coll_file *cf, u64 uaddr, u64 len,
 					   &coll_reg_mn_ops);
 	if (ret) {
 		coll_kvfree(e, sizeof(*e));
+		/*
+		 * The mm's first notifier takes all its locks, and gives up
+		 * with EINTR on any pending signal, task work included (an
+		 * io_uring submitter has some whenever a completion of its
+		 * is queued): pin uncached then, as without a cache.
+		 */
+		if (ret == -EINTR && !fatal_signal_pending(current))
+			return coll_regcache_pin_uncached(uaddr, len, writable,
+							  out);
 		return ret;
 	}
 	kref_get(&cf->kref);

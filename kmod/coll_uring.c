@@ -5,15 +5,18 @@
  * A program posts collectives as SQEs and reaps their results as CQEs,
  * without a system call each.  The SQE (of a ring set up with
  * IORING_SETUP_SQE128) carries cmd_op COLL_SUBMIT and a struct coll_op in
- * its 80-byte command area; the collective is submitted as a non-blocking
- * COLL_SUBMIT would be (and matches the other ranks' non-blocking
- * submissions), but holds no request handle: its CQE carries the result,
- * 0 or -errno, and the SQE's user_data names it.  An SQE the ioctl would
- * refuse completes at once with that error and changes nothing.
+ * its 80-byte command area.  The collective is submitted as a blocking
+ * COLL_SUBMIT would be, and matches as one does, but nothing waits: a
+ * small one takes the eager path (coll_eager.c), where it completes at
+ * once if its result is there and is parked in its slot otherwise; any
+ * other goes the task path as a non-blocking submission without a handle.
+ * Either way its CQE carries the result, 0 or -errno, and the SQE's
+ * user_data names it.  An SQE the ioctl would refuse completes at once
+ * with that error and changes nothing.
  *
- * Lifetimes.  The io_uring command holds a reference on its coll_req until
- * the completion is posted (coll_uring_done(), in the submitter's task
- * work), and io_uring holds the descriptor's struct file until then, so
+ * Lifetimes.  A command on the task path holds a reference on its coll_req
+ * until the completion is posted (coll_uring_done(), in the submitter's
+ * task work); a parked one holds its communicator.  io_uring holds the descriptor's struct file until then, so
  * coll_release() cannot run while a command is in flight.  A process that
  * dies with commands in flight would then keep its communicators, and
  * their peers waiting, for ever: io_uring of 6.1 cannot cancel a driver's
@@ -161,15 +164,16 @@ void coll_uring_complete(struct coll_req *req, struct coll_file *cf,
  * the file defers would have.  A close that is not an exit (or another
  * process's, sharing the descriptor) changes nothing.
  *
- * Locks: takes cf->ulock, then, not nested, what coll_comm_leave_all()
- * takes.
+ * Locks: takes cf->ulock, then cf->lock and under it each comm->lock
+ * (coll_eager_owns()), then what coll_comm_leave_all() takes.
  *
  * Return: 0.
  */
 int coll_uring_flush(struct coll_file *cf, void *id)
 {
+	unsigned long flags, index;
+	struct coll_member *m;
 	struct coll_req *req;
-	unsigned long flags;
 	bool mine = false;
 
 	if (!(current->flags & PF_EXITING))
@@ -182,6 +186,14 @@ int coll_uring_flush(struct coll_file *cf, void *id)
 		}
 	}
 	spin_unlock_irqrestore(&cf->ulock, flags);
+	/* or parked in an eager slot (coll_eager.c) */
+	mutex_lock(&cf->lock);
+	xa_for_each(&cf->members, index, m) {
+		if (mine)
+			break;
+		mine = coll_eager_owns(m, id);
+	}
+	mutex_unlock(&cf->lock);
 	if (mine)
 		coll_comm_leave_all(cf);
 	return 0;

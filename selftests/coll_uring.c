@@ -17,7 +17,11 @@
  *  - killed / exited: a rank with commands in flight is SIGKILLed, or
  *    exits without reaping them: the survivor's command and its blocking
  *    call fail with ECONNRESET within 10 s, and once it closes nothing
- *    stays pinned or in flight;
+ *    stays pinned or in flight; the *_eager forms do it with small
+ *    commands, parked in the eager slots rather than in tasks;
+ *  - eager_mixed (2 ranks): small AllReduces, Broadcasts and Gathers
+ *    through io_uring on one rank and blocking calls on the other meet in
+ *    the eager slots, nothing pinned, every result checked;
  *  - ring_closed: a rank closes its ring with two commands in flight: the
  *    peer's calls complete them, with correct results in the closed ring's
  *    receive buffers, and the communicator goes on working.
@@ -227,7 +231,15 @@ TEST_F(uring, abi)
 
 /* ---- several ranks -------------------------------------------------------- */
 
-enum scen { MIXED, BOUND, KILLED, EXITED, RING_CLOSED };
+enum scen { MIXED, BOUND, KILLED, EXITED, RING_CLOSED, KILLED_EAGER,
+	    EXITED_EAGER, BOUND_EAGER, EAGER_MIXED };
+
+#define NSMALL		13	/* int32 elements of the eager scenarios */
+
+static bool small(enum scen scen)
+{
+	return scen >= KILLED_EAGER;
+}
 
 struct shared {
 	uint8_t id[COLL_ID_BYTES];
@@ -236,6 +248,8 @@ struct shared {
 	int go;			/* rank 0 may go on */
 	struct st_oob oob;
 };
+
+static size_t cnt = N;	/* elements per call (each call's slot holds N) */
 
 static int fail(int code, const char *what, int r)
 {
@@ -258,22 +272,48 @@ static int bufs(int rank, int k, int32_t **send, int32_t **recv)
 	return 0;
 }
 
-/* Every output is the sum of the two ranks' inputs. */
-static int check(const int32_t *recv, int k)
+/*
+ * Every output is the sum of the two ranks' inputs (or, for the odd calls
+ * of @bcast, the input of rank @k % 2), the rest of each slot untouched.
+ */
+static int check_as(const int32_t *recv, int k, bool bcast)
 {
-	size_t i;
+	size_t i, j;
+	int32_t want;
 
-	for (i = 0; i < (size_t)k * N; i++) {
-		int32_t want = (int32_t)((uint32_t)val(0, i / N, i % N) +
-					 (uint32_t)val(1, i / N, i % N));
-
-		if (recv[i] != want) {
-			st_log("call %zu element %zu: %d, not %d", i / N,
-			       i % N, recv[i], want);
-			return -1;
+	for (i = 0; i < (size_t)k; i++) {
+		for (j = 0; j < N; j++) {
+			if (j >= cnt)
+				memset(&want, POISON, sizeof(want));
+			else if (bcast && i % 2)
+				want = val((i / 2) % 2, i, j);
+			else
+				want = (int32_t)((uint32_t)val(0, i, j) +
+						 (uint32_t)val(1, i, j));
+			if (recv[i * N + j] != want) {
+				st_log("call %zu element %zu: %d, not %d", i,
+				       j, recv[i * N + j], want);
+				return -1;
+			}
 		}
 	}
 	return 0;
+}
+
+static int check(const int32_t *recv, int k)
+{
+	return check_as(recv, k, false);
+}
+
+/* Call @i of the eager mix: AllReduce, or (odd) Broadcast from rank i/2%2. */
+static struct coll_op mix_op(uint32_t comm, int i, int32_t *send,
+			     int32_t *recv)
+{
+	if (i % 2)
+		return st_op(comm, COLL_BROADCAST, COLL_INT32, 0, (i / 2) % 2,
+			     send + (size_t)i * N, recv + (size_t)i * N, cnt);
+	return st_op(comm, COLL_ALLREDUCE, COLL_INT32, COLL_SUM, 0,
+		     send + (size_t)i * N, recv + (size_t)i * N, cnt);
 }
 
 /* Post @k AllReduces (user_data = index) from @send/@recv. */
@@ -285,7 +325,7 @@ static int post(struct io_uring *ring, int fd, uint32_t comm, int k,
 	for (i = 0; i < k; i++) {
 		struct coll_op op = st_op(comm, COLL_ALLREDUCE, COLL_INT32,
 					  COLL_SUM, 0, send + (size_t)i * N,
-					  recv + (size_t)i * N, N);
+					  recv + (size_t)i * N, cnt);
 
 		if (!prep(ring, fd, &op, sizeof(op), i))
 			return -ENOSPC;
@@ -303,7 +343,7 @@ static int ioctl_calls(int fd, uint32_t comm, int k, int32_t *send,
 	for (i = 0; i < k; i++) {
 		struct coll_op op = st_op(comm, COLL_ALLREDUCE, COLL_INT32,
 					  COLL_SUM, 0, send + (size_t)i * N,
-					  recv + (size_t)i * N, N);
+					  recv + (size_t)i * N, cnt);
 
 		op.flags = COLL_OP_F_NONBLOCK;
 		r = st_submit(fd, &op);
@@ -313,6 +353,24 @@ static int ioctl_calls(int fd, uint32_t comm, int k, int32_t *send,
 	}
 	for (i = 0; i < k; i++) {
 		r = st_wait(fd, req[i], RANKS_MS);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* The same as blocking calls. */
+static int blocking_calls(int fd, uint32_t comm, int k, int32_t *send,
+			  int32_t *recv)
+{
+	int i, r;
+
+	for (i = 0; i < k; i++) {
+		struct coll_op op = st_op(comm, COLL_ALLREDUCE, COLL_INT32,
+					  COLL_SUM, 0, send + (size_t)i * N,
+					  recv + (size_t)i * N, cnt);
+
+		r = st_submit(fd, &op);
 		if (r)
 			return r;
 	}
@@ -349,7 +407,7 @@ static int rank_fn(int rank, void *arg)
 	struct io_uring ring;
 	int32_t *send, *recv;
 	uint32_t comm;
-	int fd, r, res = 0, k = sh->scen == MIXED ? NMIX : 5;
+	int fd, r, res = 0, i, k = sh->scen == MIXED ? NMIX : 8;
 
 	fd = st_dev_open();
 	if (fd < 0)
@@ -361,8 +419,35 @@ static int rank_fn(int rank, void *arg)
 		return 12;
 	if (bufs(rank, k, &send, &recv))
 		return 13;
+	if (small(sh->scen))
+		cnt = NSMALL;
 
 	switch (sh->scen) {
+	case EAGER_MIXED:
+		for (i = 0; i < k; i++) {
+			struct coll_op op = mix_op(comm, i, send, recv);
+
+			if (rank == 1)
+				r = st_submit(fd, &op);
+			else
+				r = prep(&ring, fd, &op, sizeof(op), i) ?
+				    0 : -ENOSPC;
+			if (r)
+				return fail(60, "call", r);
+		}
+		if (rank == 0) {
+			struct coll_info info;
+
+			r = io_uring_submit(&ring) == k ? 0 : -EIO;
+			if (r || reap_all(&ring, k, 0, RANKS_MS))
+				return 61;
+			if (st_info(fd, &info) || info.out_pinned_pages) {
+				st_log("pinned pages after eager commands: %llu",
+				       (unsigned long long)info.out_pinned_pages);
+				return 62;
+			}
+		}
+		return check_as(recv, k, true) ? 63 : 0;
 	case MIXED:
 		r = rank ? ioctl_calls(fd, comm, k, send, recv) :
 			   post(&ring, fd, comm, k, send, recv) ?:
@@ -371,10 +456,14 @@ static int rank_fn(int rank, void *arg)
 			return fail(20, "calls", r);
 		return check(recv, k) ? 21 : 0;
 	case BOUND:
+	case BOUND_EAGER:
 		if (rank == 1) {
 			if (st_wait_ge(&sh->go, 1, RANKS_MS))
 				return 30;
-			r = ioctl_calls(fd, comm, 4, send, recv);
+			/* small: blocking, as the eager slots match */
+			r = sh->scen == BOUND ?
+			    ioctl_calls(fd, comm, 4, send, recv) :
+			    blocking_calls(fd, comm, 4, send, recv);
 			return r ? fail(31, "calls", r) : check(recv, 4) ? 32 : 0;
 		}
 		/* four in flight (the peer has not called), then one more */
@@ -399,11 +488,13 @@ static int rank_fn(int rank, void *arg)
 		return check(recv, 4) ? 38 : 0;
 	case KILLED:
 	case EXITED:
+	case KILLED_EAGER:
+	case EXITED_EAGER:
 		if (rank == 1) {
 			if (post(&ring, fd, comm, 4, send, recv))
 				return 40;
 			__atomic_store_n(&sh->posted, 1, __ATOMIC_RELEASE);
-			if (sh->scen == EXITED)
+			if (sh->scen == EXITED || sh->scen == EXITED_EAGER)
 				_exit(0);	/* nothing reaped, nothing closed */
 			pause();		/* SIGKILLed by the test */
 			return 41;
@@ -483,7 +574,10 @@ static void run(struct __test_metadata *_metadata, enum scen scen)
 	st_random_id(sh->id);
 	sh->scen = scen;
 	ASSERT_EQ(0, st_ranks_spawn(&rk, 2, rank_fn, sh));
-	if (scen == KILLED || scen == EXITED) {
+	bool dies = scen == KILLED || scen == EXITED ||
+		    scen == KILLED_EAGER || scen == EXITED_EAGER;
+
+	if (dies) {
 		if (st_wait_ge(&sh->posted, 1, DEAD_MS)) {
 			st_ranks_wait(&rk, 1000, 0);
 			for (i = 0; i < 2; i++)
@@ -492,7 +586,7 @@ static void run(struct __test_metadata *_metadata, enum scen scen)
 			ASSERT_TRUE(0);
 		}
 		st_sleep_ms(100);	/* the commands are issued */
-		if (scen == KILLED)
+		if (scen == KILLED || scen == KILLED_EAGER)
 			kill(rk.pid[1], SIGKILL);
 		/*
 		 * The death is over once its zombie is reaped (here:
@@ -506,7 +600,8 @@ static void run(struct __test_metadata *_metadata, enum scen scen)
 	for (i = 0; i < 2; i++) {
 		int st = rk.status[i];
 
-		if (i == 1 && scen == KILLED && rk.done[i] && !rk.killed[i] &&
+		if (i == 1 && (scen == KILLED || scen == KILLED_EAGER) &&
+		    rk.done[i] && !rk.killed[i] &&
 		    WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
 			continue;		/* killed, as meant */
 		if (rk.done[i] && !rk.killed[i] && WIFEXITED(st) &&
@@ -542,8 +637,21 @@ TEST(bound)
 	EXPECT_EQ(0, st_param_set("max_requests", old));
 }
 
+TEST(bound_eager)
+{
+	long old = st_param_get("max_requests");
+
+	ASSERT_GT(old, 0);
+	ASSERT_EQ(0, st_param_set("max_requests", 4));
+	run(_metadata, BOUND_EAGER);
+	EXPECT_EQ(0, st_param_set("max_requests", old));
+}
+
 TEST(killed) { run(_metadata, KILLED); }
 TEST(exited) { run(_metadata, EXITED); }
+TEST(killed_eager) { run(_metadata, KILLED_EAGER); }
+TEST(exited_eager) { run(_metadata, EXITED_EAGER); }
 TEST(ring_closed) { run(_metadata, RING_CLOSED); }
+TEST(eager_mixed) { run(_metadata, EAGER_MIXED); }
 
 TEST_HARNESS_MAIN

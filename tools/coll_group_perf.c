@@ -1,23 +1,29 @@
 // SPDX-License-Identifier: MIT
 /*
- * coll_group_perf: many small AllReduces, as separate calls against one
- * group (coll_group_start/end, COLL_GROUP), fused and not.  One process per
- * rank, started by collrun:
+ * coll_group_perf: many small AllReduces, as separate calls against the
+ * other ways of submitting a batch of them: one group (coll_group_start/
+ * end, COLL_GROUP), fused and not, non-blocking calls then waits, and
+ * io_uring (coll_uring_prep(): one io_uring_enter submits the batch and
+ * waits for all of its completions).  One process per rank, started by
+ * collrun:
  *
  *   collrun -n 2 coll_group_perf -k 100 -c 4096 -d int32 -i 20 -r 5
  *
- *   -k OPS     AllReduces per batch (default 100)
+ *   -k OPS     AllReduces per batch (default 100, at most 1024)
  *   -c BYTES   bytes per AllReduce (default 4096)
  *   -d DTYPE   int32 or float (default int32)
  *   -i ITERS   batches per timed round (default 20)
- *   -r ROUNDS  rounds of the three forms, interleaved (default 5); the
- *              median round is printed
+ *   -r ROUNDS  rounds of the forms, interleaved (default 5); the median
+ *              round is printed
+ *   -F FORMS   comma-separated, first the baseline of the ratios: calls,
+ *              nonblocking, uring, nofuse, fused (default
+ *              calls,nofuse,fused)
  *
  * Each op has its own buffers (as a framework's gradient buckets do); the
  * inputs are small integers, so every result is exact, and each form's
  * last batch is checked element by element against the sum computed here.
  * Rank 0 prints one line per form, in µs per batch and per op, and the
- * ratios of the groups to separate calls.  Exit status: 0, 1 on a failed
+ * ratio of each form to the first.  Exit status: 0, 1 on a failed
  * call or a wrong element, 2 on bad usage.
  */
 #include <errno.h>
@@ -28,15 +34,23 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <liburing.h>
+
 #include "libcollective.h"
 
-enum { F_CALLS, F_NOFUSE, F_FUSED, F_NUM };
+enum { F_CALLS, F_NB, F_URING, F_NOFUSE, F_FUSED, F_NUM };
+static const char *const form_key[F_NUM] = {
+	"calls", "nonblocking", "uring", "nofuse", "fused",
+};
 static const char *const form_name[F_NUM] = {
-	"separate calls", "group, not fused", "group, fused",
+	"separate calls", "non-blocking calls", "io_uring", "group, not fused",
+	"group, fused",
 };
 
 static coll_comm_t *comm;
 static int rank, nranks;
+static struct io_uring ring;
+static coll_req_t *reqs;
 
 static double now_us(void)
 {
@@ -61,24 +75,72 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* One batch through io_uring: one system call submits and reaps it. */
+static void batch_uring(int k, size_t count, int dtype, char **send,
+			char **recv)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int head, seen = 0;
+	int i, r;
+
+	for (i = 0; i < k; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+		if (!sqe)
+			die("io_uring_get_sqe", -ENOSPC);
+		r = coll_uring_prep(comm, sqe, COLL_ALLREDUCE, send[i], recv[i],
+				    count, dtype, COLL_SUM, 0);
+		if (r)
+			die("coll_uring_prep", r);
+	}
+	r = io_uring_submit_and_wait(&ring, k);
+	if (r != k)
+		die("io_uring_submit_and_wait", r < 0 ? r : -EIO);
+	while (seen < (unsigned int)k) {
+		unsigned int n = 0;
+
+		r = io_uring_wait_cqe_nr(&ring, &cqe, k - seen);
+		if (r)
+			die("io_uring_wait_cqe_nr", r);
+		io_uring_for_each_cqe(&ring, head, cqe) {
+			if (cqe->res)
+				die("io_uring completion", cqe->res);
+			n++;
+		}
+		io_uring_cq_advance(&ring, n);
+		seen += n;
+	}
+}
+
 /* One batch of @k AllReduces in form @f. */
 static void batch(int f, int k, size_t count, int dtype, char **send,
 		  char **recv)
 {
 	int i, r;
 
-	if (f != F_CALLS) {
+	if (f == F_URING)
+		return batch_uring(k, count, dtype, send, recv);
+	if (f == F_NOFUSE || f == F_FUSED) {
 		r = coll_group_start(comm);
 		if (r)
 			die("coll_group_start", r);
 	}
 	for (i = 0; i < k; i++) {
-		r = coll_allreduce(comm, send[i], recv[i], count, dtype,
-				   COLL_SUM);
+		r = f == F_NB ? coll_iallreduce(comm, send[i], recv[i], count,
+						dtype, COLL_SUM, &reqs[i]) :
+				coll_allreduce(comm, send[i], recv[i], count,
+					       dtype, COLL_SUM);
 		if (r)
 			die("coll_allreduce", r);
 	}
-	if (f != F_CALLS) {
+	if (f == F_NB) {
+		for (i = 0; i < k; i++) {
+			r = coll_wait(&reqs[i], 0);
+			if (r)
+				die("coll_wait", r);
+		}
+	}
+	if (f == F_NOFUSE || f == F_FUSED) {
 		r = coll_group_end(comm, f == F_NOFUSE ? COLL_GROUP_F_NOFUSE :
 				   0);
 		if (r)
@@ -131,28 +193,48 @@ static long check(int k, size_t count, int dtype, char **recv)
 	return bad;
 }
 
+/* "calls,uring" -> forms[] in order; the number, or -1. */
+static int parse_forms(char *arg, int *forms)
+{
+	char *tok, *save = NULL;
+	int n = 0, f;
+
+	for (tok = strtok_r(arg, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		for (f = 0; f < F_NUM && strcmp(tok, form_key[f]); f++)
+			;
+		if (f == F_NUM || n == F_NUM)
+			return -1;
+		forms[n++] = f;
+	}
+	return n ? n : -1;
+}
+
 int main(int argc, char **argv)
 {
 	int k = 100, iters = 20, rounds = 5, dtype = COLL_INT32, opt, f, i, r;
+	int forms[F_NUM] = { F_CALLS, F_NOFUSE, F_FUSED }, nforms = 3, x;
 	size_t bytes = 4096, count;
 	double *t[F_NUM], med[F_NUM];
 	char **send, **recv;
 	long bad = 0;
 
-	while ((opt = getopt(argc, argv, "k:c:d:i:r:h")) != -1) {
+	while ((opt = getopt(argc, argv, "k:c:d:i:r:F:h")) != -1) {
 		switch (opt) {
 		case 'k': k = atoi(optarg); break;
 		case 'c': bytes = strtoull(optarg, NULL, 0); break;
 		case 'd': dtype = coll_dtype_from_name(optarg); break;
 		case 'i': iters = atoi(optarg); break;
 		case 'r': rounds = atoi(optarg); break;
+		case 'F': nforms = parse_forms(optarg, forms); break;
 		default:
-			fprintf(stderr, "usage: coll_group_perf [-k ops] [-c bytes] [-d int32|float] [-i iters] [-r rounds]\n");
+			fprintf(stderr, "usage: coll_group_perf [-k ops] [-c bytes] [-d int32|float] [-i iters] [-r rounds] [-F calls,nonblocking,uring,nofuse,fused]\n");
 			return 2;
 		}
 	}
 	if (k < 1 || k > COLL_GROUP_MAX_OPS || iters < 1 || rounds < 1 ||
-	    (dtype != COLL_INT32 && dtype != COLL_FP32) || bytes < 4) {
+	    (dtype != COLL_INT32 && dtype != COLL_FP32) || bytes < 4 ||
+	    nforms < 1) {
 		fprintf(stderr, "coll_group_perf: bad arguments\n");
 		return 2;
 	}
@@ -167,11 +249,17 @@ int main(int argc, char **argv)
 	}
 	rank = coll_comm_rank(comm);
 	nranks = coll_comm_size(comm);
+	/* the whole batch in the ring, its completions in the CQ */
+	r = io_uring_queue_init(k, &ring, IORING_SETUP_SQE128);
+	if (r)
+		die("io_uring_queue_init", r);
 	send = calloc(k, sizeof(*send));
 	recv = calloc(k, sizeof(*recv));
+	reqs = calloc(k, sizeof(*reqs));
 	for (f = 0; f < F_NUM; f++)
 		t[f] = calloc(rounds, sizeof(double));
-	if (!send || !recv || !t[0] || !t[1] || !t[2])
+	if (!send || !recv || !reqs || !t[0] || !t[1] || !t[2] || !t[3] ||
+	    !t[4])
 		die("calloc", -ENOMEM);
 	for (i = 0; i < k; i++) {
 		send[i] = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
@@ -182,12 +270,13 @@ int main(int argc, char **argv)
 	fill(k, count, dtype, send, recv, bytes);
 
 	/* warm-up: every form once (registration cache, plans) */
-	for (f = 0; f < F_NUM; f++)
-		batch(f, k, count, dtype, send, recv);
+	for (x = 0; x < nforms; x++)
+		batch(forms[x], k, count, dtype, send, recv);
 	for (r = 0; r < rounds; r++) {
-		for (f = 0; f < F_NUM; f++) {
+		for (x = 0; x < nforms; x++) {
 			double t0;
 
+			f = forms[x];
 			if (r == rounds - 1)	/* poisoned, then checked */
 				fill(k, count, dtype, send, recv, bytes);
 			coll_barrier(comm);
@@ -199,7 +288,8 @@ int main(int argc, char **argv)
 				bad += check(k, count, dtype, recv);
 		}
 	}
-	for (f = 0; f < F_NUM; f++) {
+	for (x = 0; x < nforms; x++) {
+		f = forms[x];
 		qsort(t[f], rounds, sizeof(double), cmp_double);
 		med[f] = t[f][rounds / 2];
 	}
@@ -208,10 +298,13 @@ int main(int argc, char **argv)
 		       nranks, k, bytes, coll_dtype_name(dtype), iters, rounds);
 		printf("# %-18s %12s %10s %8s\n", "form", "us/batch",
 		       "us/op", "speedup");
-		for (f = 0; f < F_NUM; f++)
+		for (x = 0; x < nforms; x++) {
+			f = forms[x];
 			printf("  %-18s %12.1f %10.2f %7.2fx\n", form_name[f],
-			       med[f], med[f] / k, med[F_CALLS] / med[f]);
+			       med[f], med[f] / k, med[forms[0]] / med[f]);
+		}
 	}
+	io_uring_queue_exit(&ring);
 	coll_comm_destroy(comm);
 	if (bad)
 		fprintf(stderr, "coll_group_perf: rank %d: %ld wrong elements\n",

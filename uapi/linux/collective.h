@@ -432,11 +432,15 @@ struct coll_op {
  * io_uring submission.  IORING_OP_URING_CMD on a /dev/collective descriptor,
  * from a ring set up with IORING_SETUP_SQE128, with cmd_op %COLL_SUBMIT and
  * a struct coll_op (size at most 80; bytes beyond the kernel's struct must
- * be 0) in the SQE's command area, submits that collective as
- * %COLL_OP_F_NONBLOCK would (given or not), so it matches the other ranks'
- * non-blocking submissions, but without a request handle: out_req is
- * ignored, and the CQE, which carries the SQE's user_data, is posted when
- * the collective ends, its res the result (0 or -errno, as for COLL_WAIT).
+ * be 0) in the SQE's command area, submits that collective.  It matches
+ * the other ranks' submissions as a blocking call does (the eager path
+ * included: a small command there never pins and completes as soon as its
+ * result is there), but nothing waits, %COLL_OP_F_NONBLOCK is allowed and
+ * means nothing, no request handle is taken, and out_req is ignored: the
+ * CQE, which carries the SQE's user_data, is posted when the collective
+ * ends on this rank, its res the result (0 or -errno, as for COLL_WAIT).
+ * Commands are matched in the order io_uring issues them, which is the
+ * order of the SQ unless the program asks otherwise (IOSQE_ASYNC, links).
  * An SQE the ioctl would refuse completes at once with the ioctl's errno,
  * and changes nothing; besides, EINVAL without SQE128, with a size below
  * the kernel's struct or above 80, or with uring_cmd_flags set; E2BIG for

@@ -1,0 +1,33 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bench-uring.sh: 1,000 small collectives through io_uring against ioctls,
+# in one guest boot.  tools/coll_group_perf with 2 and 4 ranks: batches of
+# 1,000 int32 SUM AllReduces of 8 B and 4 KiB, each batch as 1,000
+# blocking calls (one ioctl each; small ones take the eager path), as
+# 1,000 non-blocking calls then 1,000 waits, and as 1,000 SQEs that one
+# io_uring_enter submits and waits for; the forms interleaved, median of
+# 5 rounds; every result checked.  Prints each figure and its ratio to
+# the blocking calls, then the floor of one null ioctl.
+#
+#   selftests/rig/vm.sh --name bench-uring --mem 2G -- tools/bench-uring.sh
+#
+# Runs INSIDE a qemu guest (it loads the module).  Env: RANKS ("2 4"),
+# SIZES ("8 4096"), OPS (1000), FORMS ("calls,nonblocking,uring"),
+# COLL_INSMOD_ARGS.
+set -u
+# shellcheck source=tools/bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
+bench_load bench-uring.sh
+rc=0
+for n in ${RANKS:-2 4}; do
+	for c in ${SIZES:-8 4096}; do
+		tools/collrun -n "$n" -t 600 tools/coll_group_perf -k "${OPS:-1000}" \
+			-c "$c" -d int32 -i 3 -r 5 \
+			-F "${FORMS:-calls,nonblocking,uring}" || rc=1
+	done
+done
+tools/collrun -n 2 -t 60 tools/coll_perf -p allreduce -b 8 -e 8 -n 5 -w 1 |
+	grep '^# floor'
+rmmod collective || rc=1
+exit $rc
