@@ -16,8 +16,9 @@
  *
  * Lifetimes.  A command on the task path holds a reference on its coll_req
  * until the completion is posted (coll_uring_done(), in the submitter's
- * task work); a parked one holds its communicator.  io_uring holds the descriptor's struct file until then, so
- * coll_release() cannot run while a command is in flight.  A process that
+ * task work); a parked one holds its communicator.  io_uring holds the
+ * descriptor's struct file until then, so coll_release() cannot run while
+ * a command is in flight.  A process that
  * dies with commands in flight would then keep its communicators, and
  * their peers waiting, for ever: io_uring of 6.1 cannot cancel a driver's
  * command.  So the descriptor's ->flush(), which runs at every close of
