@@ -73,7 +73,7 @@
 #include "coll_loc.h"
 #include "coll_trace.h"
 
-#define COLL_EAGER_SLOTS	8
+#define COLL_EAGER_SLOTS	16
 #define COLL_EAGER_MAX_BYTES	(256U << 10)	/* slot_bytes is capped here */
 
 struct coll_eslot {

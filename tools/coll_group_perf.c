@@ -18,6 +18,11 @@
  *   -F FORMS   comma-separated, first the baseline of the ratios: calls,
  *              nonblocking, uring, nofuse, fused (default
  *              calls,nofuse,fused)
+ *   -q DEPTH   io_uring: at most DEPTH commands in flight (default 0: the
+ *              whole batch at once)
+ *   -s SPIN    io_uring: 0 waits for completions in io_uring_enter
+ *              (default), 1 polls the completion queue, 2 polls it
+ *              yielding the CPU between looks (more ranks than CPUs)
  *
  * Each op has its own buffers (as a framework's gradient buckets do); the
  * inputs are small integers, so every result is exact, and each form's
@@ -27,6 +32,7 @@
  * call or a wrong element, 2 on bad usage.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,40 +81,57 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One batch through io_uring: one system call submits and reaps it. */
+/*
+ * One batch through io_uring.  Depth 0: one system call submits the whole
+ * batch and waits for all of it.  Depth D: at most D commands in flight;
+ * each system call submits what fits and waits for one completion, and
+ * every completion there is reaped at once.
+ */
+static int depth, spin;
+
 static void batch_uring(int k, size_t count, int dtype, char **send,
 			char **recv)
 {
+	int want = depth ? depth : k, posted = 0, done = 0, inflight, r;
 	struct io_uring_cqe *cqe;
-	unsigned int head, seen = 0;
-	int i, r;
+	unsigned int head, n;
 
-	for (i = 0; i < k; i++) {
-		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+	while (done < k) {
+		inflight = posted - done;
+		while (posted < k && inflight < want) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 
-		if (!sqe)
-			die("io_uring_get_sqe", -ENOSPC);
-		r = coll_uring_prep(comm, sqe, COLL_ALLREDUCE, send[i], recv[i],
-				    count, dtype, COLL_SUM, 0);
-		if (r)
-			die("coll_uring_prep", r);
-	}
-	r = io_uring_submit_and_wait(&ring, k);
-	if (r != k)
-		die("io_uring_submit_and_wait", r < 0 ? r : -EIO);
-	while (seen < (unsigned int)k) {
-		unsigned int n = 0;
-
-		r = io_uring_wait_cqe_nr(&ring, &cqe, k - seen);
-		if (r)
-			die("io_uring_wait_cqe_nr", r);
+			if (!sqe)
+				die("io_uring_get_sqe", -ENOSPC);
+			r = coll_uring_prep(comm, sqe, COLL_ALLREDUCE,
+					    send[posted], recv[posted], count,
+					    dtype, COLL_SUM, 0);
+			if (r)
+				die("coll_uring_prep", r);
+			posted++;
+			inflight++;
+		}
+		if (spin) {
+			/* submit, then poll the CQ: no sleep, no wake-up */
+			r = io_uring_submit(&ring);
+			if (r < 0)
+				die("io_uring_submit", r);
+			while (!io_uring_cq_ready(&ring))
+				if (spin > 1)
+					sched_yield();
+		} else {
+			r = io_uring_submit_and_wait(&ring, depth ? 1 : k);
+			if (r < 0)
+				die("io_uring_submit_and_wait", r);
+		}
+		n = 0;
 		io_uring_for_each_cqe(&ring, head, cqe) {
 			if (cqe->res)
 				die("io_uring completion", cqe->res);
 			n++;
 		}
 		io_uring_cq_advance(&ring, n);
-		seen += n;
+		done += n;
 	}
 }
 
@@ -219,7 +242,7 @@ int main(int argc, char **argv)
 	char **send, **recv;
 	long bad = 0;
 
-	while ((opt = getopt(argc, argv, "k:c:d:i:r:F:h")) != -1) {
+	while ((opt = getopt(argc, argv, "k:c:d:i:r:F:q:s:h")) != -1) {
 		switch (opt) {
 		case 'k': k = atoi(optarg); break;
 		case 'c': bytes = strtoull(optarg, NULL, 0); break;
@@ -227,14 +250,16 @@ int main(int argc, char **argv)
 		case 'i': iters = atoi(optarg); break;
 		case 'r': rounds = atoi(optarg); break;
 		case 'F': nforms = parse_forms(optarg, forms); break;
+		case 'q': depth = atoi(optarg); break;
+		case 's': spin = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: coll_group_perf [-k ops] [-c bytes] [-d int32|float] [-i iters] [-r rounds] [-F calls,nonblocking,uring,nofuse,fused]\n");
+			fprintf(stderr, "usage: coll_group_perf [-k ops] [-c bytes] [-d int32|float] [-i iters] [-r rounds] [-F calls,nonblocking,uring,nofuse,fused] [-q depth] [-s 0|1|2]\n");
 			return 2;
 		}
 	}
 	if (k < 1 || k > COLL_GROUP_MAX_OPS || iters < 1 || rounds < 1 ||
 	    (dtype != COLL_INT32 && dtype != COLL_FP32) || bytes < 4 ||
-	    nforms < 1) {
+	    nforms < 1 || depth < 0) {
 		fprintf(stderr, "coll_group_perf: bad arguments\n");
 		return 2;
 	}
@@ -294,13 +319,21 @@ int main(int argc, char **argv)
 		med[f] = t[f][rounds / 2];
 	}
 	if (rank == 0) {
-		printf("# coll_group_perf: %d ranks, %d AllReduces of %zu B (%s) per batch, %d batches per round, median of %d rounds\n",
-		       nranks, k, bytes, coll_dtype_name(dtype), iters, rounds);
+		printf("# coll_group_perf: %d ranks, %d AllReduces of %zu B (%s) per batch, %d batches per round, median of %d rounds, io_uring depth %d\n",
+		       nranks, k, bytes, coll_dtype_name(dtype), iters, rounds,
+		       depth ? depth : k);
 		printf("# %-18s %12s %10s %8s\n", "form", "us/batch",
 		       "us/op", "speedup");
 		for (x = 0; x < nforms; x++) {
 			f = forms[x];
-			printf("  %-18s %12.1f %10.2f %7.2fx\n", form_name[f],
+			char name[32];
+
+			if (f == F_URING && depth)
+				snprintf(name, sizeof(name), "io_uring, depth %d",
+					 depth);
+			else
+				snprintf(name, sizeof(name), "%s", form_name[f]);
+			printf("  %-18s %12.1f %10.2f %7.2fx\n", name,
 			       med[f], med[f] / k, med[forms[0]] / med[f]);
 		}
 	}
