@@ -293,12 +293,8 @@ static bool coll_eager_leave_locked(struct coll_comm *comm,
 		return false;
 	WRITE_ONCE(s->busy, false);
 	coll_stats_eager_done(comm, &s->desc, s->t_start, s->status);
-	atomic64_dec(&coll_stats.ops);
-	if (!s->status) {
-		atomic64_inc(&coll_stats.ops_total);
-		atomic64_add(s->desc.count * coll_desc_esize(&s->desc),
-			     &coll_stats.bytes_total);
-	}
+	coll_stats_global_done(s->desc.count * coll_desc_esize(&s->desc),
+			       s->status);
 	return true;
 }
 
@@ -694,10 +690,16 @@ bool coll_eager_owns(struct coll_member *m, void *id)
  * algorithm is forced, or slot_bytes (now) says no.  Later ranks follow
  * the first whatever the tunables say by then.
  */
+/* slot_bytes, as it is now, within its cap. */
+static u32 coll_eager_cap(void)
+{
+	return min(READ_ONCE(coll_slot_bytes), COLL_EAGER_MAX_BYTES);
+}
+
 static bool coll_eager_may(struct coll_comm *comm, const struct coll_desc *d,
 			   const struct coll_eshape *sh)
 {
-	u32 cap = min(READ_ONCE(coll_slot_bytes), COLL_EAGER_MAX_BYTES);
+	u32 cap = coll_eager_cap();
 
 	return cap && sh->total <= cap &&
 	       coll_tune_algo(comm, d->prim) == COLL_ALGO_AUTO;
@@ -747,8 +749,7 @@ int coll_eager_submit(struct coll_member *m, const struct coll_op *arg,
 	if (!e) {
 		if (!coll_eager_may(comm, &d, &sh))
 			return -EAGAIN;
-		coll_eager_alloc(comm, min(READ_ONCE(coll_slot_bytes),
-					   COLL_EAGER_MAX_BYTES));
+		coll_eager_alloc(comm, coll_eager_cap());
 		e = READ_ONCE(comm->eager);
 	}
 	if (!e || sh.total > e->slot_bytes)
@@ -822,7 +823,7 @@ retry:
 		spin_lock(&comm->lock);
 		/* nobody else holds it: it is free again, for any path */
 		if (!--s->nclaimed && !s->narrived) {
-			s->busy = false;
+			WRITE_ONCE(s->busy, false);
 			atomic64_dec(&coll_stats.ops);
 		}
 		spin_unlock(&comm->lock);

@@ -277,6 +277,7 @@ void coll_stats_task_done(struct coll_task *task, int status);
 struct coll_desc;
 void coll_stats_eager_done(struct coll_comm *comm, const struct coll_desc *d,
 			   u64 t_start, int status);
+void coll_stats_global_done(u64 bytes, int status);
 
 /* coll_comm.c */
 enum coll_comm_state {

@@ -203,6 +203,7 @@ int coll_match_publish_group(struct coll_member *m, struct coll_sub **subs,
 			     struct coll_task **tasks, bool *starts)
 {
 	struct coll_comm *comm = m->comm;
+	bool met = false;
 	int ret = 0;
 	u32 i;
 
@@ -221,10 +222,12 @@ int coll_match_publish_group(struct coll_member *m, struct coll_sub **subs,
 		/* a candidate for every part: never NULL */
 		if (WARN_ON_ONCE(!tasks[i]))
 			break;
+		met |= IS_ERR(tasks[i]);	/* a slot's, now EPROTO */
 	}
 out_unlock:
 	spin_unlock(&comm->lock);
-	coll_eager_wake(comm);
+	if (met)
+		coll_eager_wake(comm);
 	return ret;
 }
 

@@ -76,11 +76,7 @@ static void coll_run_finish(struct coll_task *task)
 	coll_stats_task_done(task, status);
 	spin_unlock(&comm->lock);
 
-	atomic64_dec(&coll_stats.ops);
-	if (!status) {
-		atomic64_inc(&coll_stats.ops_total);
-		atomic64_add(task->bytes, &coll_stats.bytes_total);
-	}
+	coll_stats_global_done(task->bytes, status);
 	trace_coll_op_done(task, status);
 	/*
 	 * sub[] is stable: every rank arrived (a normal end), or the

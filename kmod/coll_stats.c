@@ -49,6 +49,25 @@ static void coll_stats_error(struct coll_pstat *ps, int err)
 	ps->err_count[i]++;
 }
 
+/*
+ * The end of one collective in @ps: its error, or its bytes, time and
+ * histograms.  Return: @status.
+ */
+static int coll_stats_end(struct coll_pstat *ps, u64 bytes, u64 t_start,
+			  int status)
+{
+	if (status) {
+		coll_stats_error(ps, status);
+		return status;
+	}
+	ps->bytes += bytes;
+	if (t_start)
+		ps->time_ns += ktime_get_ns() - t_start;
+	ps->hist[coll_stats_bucket(bytes)]++;
+	ps->hist_bytes[coll_stats_bucket(bytes)] += bytes;
+	return 0;
+}
+
 /**
  * coll_stats_task_done() - count a collective that ended
  * @task: the collective, DONE
@@ -78,16 +97,8 @@ void coll_stats_task_done(struct coll_task *task, int status)
 			ps->reg_hits += sub->nhits;
 		}
 	}
-	if (status) {
-		coll_stats_error(ps, status);
-		return;
-	}
-	ps->bytes += task->bytes;
-	if (task->t_start)
-		ps->time_ns += ktime_get_ns() - task->t_start;
-	ps->hist[coll_stats_bucket(task->bytes)]++;
-	ps->hist_bytes[coll_stats_bucket(task->bytes)] += task->bytes;
-	if (task->desc.algo < COLL_ALGO_MAX)
+	if (!coll_stats_end(ps, task->bytes, task->t_start, status) &&
+	    task->desc.algo < COLL_ALGO_MAX)
 		ps->algo[task->desc.algo]++;
 }
 
@@ -112,13 +123,19 @@ void coll_stats_eager_done(struct coll_comm *comm, const struct coll_desc *d,
 	ps = &comm->stats->prim[d->prim];
 	ps->calls++;
 	ps->eager++;
-	if (status) {
-		coll_stats_error(ps, status);
-		return;
+	coll_stats_end(ps, bytes, t_start, status);
+}
+
+/**
+ * coll_stats_global_done() - the module-wide counters of a collective ended
+ * @bytes: its bytes
+ * @status: its result
+ */
+void coll_stats_global_done(u64 bytes, int status)
+{
+	atomic64_dec(&coll_stats.ops);
+	if (!status) {
+		atomic64_inc(&coll_stats.ops_total);
+		atomic64_add(bytes, &coll_stats.bytes_total);
 	}
-	ps->bytes += bytes;
-	if (t_start)
-		ps->time_ns += ktime_get_ns() - t_start;
-	ps->hist[coll_stats_bucket(bytes)]++;
-	ps->hist_bytes[coll_stats_bucket(bytes)] += bytes;
 }
