@@ -13,6 +13,9 @@
  *    computed here, the bytes around every receive buffer untouched;
  *  - disagree: one rank's group differs in one op's count: every rank
  *    gets EPROTO, no receive buffer is written, and the next group works;
+ *  - meets_eager: one rank's group meets the others' small blocking call
+ *    (its eager slot): EPROTO for all, nothing written, the next call
+ *    right;
  *  - killed: a rank is SIGKILLed while the other is in a long group: the
  *    survivor's call fails with ECONNRESET within 10 s and nothing stays
  *    pinned once it closes.
@@ -309,7 +312,7 @@ TEST_F(one, no_pins)
 
 /* ---- several ranks ---------------------------------------------------- */
 
-enum { S_FUSED, S_UNFUSED, S_DISAGREE, S_KILLED };
+enum { S_FUSED, S_UNFUSED, S_DISAGREE, S_KILLED, S_MEETS_EAGER };
 
 struct gshared {
 	struct st_oob oob;
@@ -342,6 +345,49 @@ static int rank_killed(int fd, uint32_t comm, int rank, struct gshared *sh)
 	return sh->result[rank] == -ECONNRESET ? 0 : 42;
 }
 
+/*
+ * The other ranks call a small blocking AllReduce (the eager path) while
+ * the last rank, 200 ms later, puts the same AllReduce in a group: a group
+ * never matches a slot (nor a slot's caller the group's task, had the
+ * group come first), so every rank gets EPROTO with nothing written, and
+ * the next collective, the same for all, is right.
+ */
+static int rank_meets_eager(int fd, uint32_t comm, int rank,
+			    struct gshared *sh)
+{
+	int32_t send[2] = { rank + 1, 10 * (rank + 1) }, recv[2], want[2];
+	struct coll_op op = st_op(comm, COLL_ALLREDUCE, COLL_INT32, COLL_SUM,
+				  0, send, recv, 2);
+	int r, round;
+
+	want[0] = sh->n * (sh->n + 1) / 2;
+	want[1] = 10 * want[0];
+	for (round = 0; round < 2; round++) {
+		recv[0] = recv[1] = POISON;
+		if (st_oob_barrier(&sh->oob, sh->n, RANKS_MS))
+			return 50;
+		if (round == 0 && rank == sh->n - 1) {
+			st_sleep_ms(200);	/* the others are in the slot */
+			r = group_call(fd, comm, &op, 1, 0);
+		} else {
+			r = st_submit(fd, &op);
+		}
+		if (r != (round ? 0 : -EPROTO)) {
+			st_log("rank %d round %d: %s", rank, round,
+			       st_errname(r));
+			return 51;
+		}
+		if (round ? recv[0] != want[0] || recv[1] != want[1] :
+			    recv[0] != POISON || recv[1] != POISON) {
+			st_log("rank %d round %d: %d %d", rank, round,
+			       recv[0], recv[1]);
+			return 52;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
 static int rank_main(int rank, void *arg)
 {
 	struct gshared *sh = arg;
@@ -360,6 +406,8 @@ static int rank_main(int rank, void *arg)
 	}
 	if (sh->scenario == S_KILLED)
 		return rank_killed(fd, comm, rank, sh);
+	if (sh->scenario == S_MEETS_EAGER)
+		return rank_meets_eager(fd, comm, rank, sh);
 	if (gbufs_alloc(&b))
 		return 12;
 	for (round = 0; round < 3 && !ret; round++) {
@@ -443,6 +491,11 @@ TEST_F_TIMEOUT(ranks, unfused, 180)
 TEST_F_TIMEOUT(ranks, disagree, 180)
 {
 	run_ranks(_metadata, variant->n, S_DISAGREE);
+}
+
+TEST_F_TIMEOUT(ranks, meets_eager, 60)
+{
+	run_ranks(_metadata, variant->n, S_MEETS_EAGER);
 }
 
 /* Rank 1 of 2 killed in the middle of a long group. */
