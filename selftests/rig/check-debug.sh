@@ -22,7 +22,7 @@
 # Env (host): COLL_CORRECT_MAXBYTES (default 65536; empty = 1 MiB as in CI),
 # COLL_CORRECT_BIG (default 0: no 64 MiB part), COLL_DEBUG_TESTS
 # (pass 1 programs, default "coll_abi coll_harden coll_fail_nth
-# coll_regcache coll_group coll_correct coll_kill"),
+# coll_regcache coll_group coll_uring coll_correct coll_kill"),
 # COLL_DEBUG_PASS2=0 skips pass 2, COLL_DEBUG_PASS2_ARGS, SMP (2), MEM (2G).
 # Then selftests/hosts.sh under the same kernel and module (2 guests x 2
 # ranks over RDMA with 2 queue pairs per peer and TCP, 3 guests x 1 over RDMA
@@ -157,7 +157,7 @@ flock 8
 KERNEL=$KERNEL KVER=$KVER COLL_MODDIR=$MODDIR "$RIG_DIR/vm.sh" "${verbose[@]}" \
 	--name check-debug --smp "${SMP:-2}" --mem "${MEM:-2G}" --timeout "$timeout" \
 	--env COLL_KO="$MODULE" --env COLL_SELFTESTS="$cbuild/debug-selftests" \
-	--env COLL_DEBUG_TESTS="${COLL_DEBUG_TESTS:-coll_abi coll_harden coll_fail_nth coll_regcache coll_group coll_correct coll_kill}" \
+	--env COLL_DEBUG_TESTS="${COLL_DEBUG_TESTS:-coll_abi coll_harden coll_fail_nth coll_regcache coll_group coll_uring coll_correct coll_kill}" \
 	--env COLL_HARDEN_QUICK="${COLL_HARDEN_QUICK:-1}" \
 	--env COLL_CORRECT_BIG="${COLL_CORRECT_BIG:-0}" --env COLL_CORRECT_MAXBYTES="${COLL_CORRECT_MAXBYTES-65536}" \
 	--env COLL_DEBUG_PASS2="${COLL_DEBUG_PASS2:-1}" \
