@@ -627,25 +627,19 @@ static void run(struct __test_metadata *_metadata, enum scen scen)
 
 TEST(mixed) { run(_metadata, MIXED); }
 
-TEST(bound)
+/* @scen with max_requests at 4, restored after. */
+static void run_bounded(struct __test_metadata *_metadata, enum scen scen)
 {
 	long old = st_param_get("max_requests");
 
 	ASSERT_GT(old, 0);
 	ASSERT_EQ(0, st_param_set("max_requests", 4));
-	run(_metadata, BOUND);
+	run(_metadata, scen);
 	EXPECT_EQ(0, st_param_set("max_requests", old));
 }
 
-TEST(bound_eager)
-{
-	long old = st_param_get("max_requests");
-
-	ASSERT_GT(old, 0);
-	ASSERT_EQ(0, st_param_set("max_requests", 4));
-	run(_metadata, BOUND_EAGER);
-	EXPECT_EQ(0, st_param_set("max_requests", old));
-}
+TEST(bound) { run_bounded(_metadata, BOUND); }
+TEST(bound_eager) { run_bounded(_metadata, BOUND_EAGER); }
 
 TEST(killed) { run(_metadata, KILLED); }
 TEST(exited) { run(_metadata, EXITED); }

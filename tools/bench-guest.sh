@@ -18,6 +18,7 @@
 #   COLL_BENCH_OUT     directory for the raw outputs (default build/bench)
 #   COLL_BENCH_MPI     0 to skip mpi_perf (both MPIs)
 #   COLL_BENCH_GROUP   0 to skip the groups' figure (coll_group_perf)
+#   COLL_BENCH_URING   0 to skip the io_uring figure (coll_group_perf)
 #   COLL_BENCH_MPI_TIMEOUT  seconds per MPI run (default 600)
 #   COLL_INSMOD_ARGS   module parameters for insmod
 #   COLL_DEVICE        device node (default /dev/collective)
@@ -129,6 +130,16 @@ if [ "${COLL_BENCH_GROUP:-1}" != 0 ] && [ -x "$T/coll_group_perf" ]; then
 	echo "# ==== groups: 100 float AllReduces of 4 KiB, $NP ranks"
 	"$T/collrun" -n "$NP" -t 600 "$T/coll_group_perf" -k 100 -c 4096 \
 		-d float -i 10 -r 5 || fail=1
+fi
+
+# ---- io_uring ----------------------------------------------------------------
+# 1,000 small AllReduces as calls and through io_uring at depth 8, polling
+# the completion queue (tools/bench-uring.sh has the sweep).
+if [ "${COLL_BENCH_URING:-1}" != 0 ] && [ -x "$T/coll_group_perf" ]; then
+	echo "#"
+	echo "# ==== io_uring: 1000 int32 AllReduces of 8 B, $NP ranks"
+	"$T/collrun" -n "$NP" -t 600 "$T/coll_group_perf" -k 1000 -c 8 \
+		-d int32 -i 3 -r 5 -F calls,uring -q 8 -s 2 || fail=1
 fi
 
 # ---- unload ------------------------------------------------------------------
