@@ -45,7 +45,14 @@ module_param_named(solo_bytes, coll_solo_bytes, uint, 0644);
 MODULE_PARM_DESC(solo_bytes,
 		 "Collectives moving at most this much (count * size * nranks) are run by one thread, without waking the others in between");
 
-unsigned int coll_slot_bytes = 16 << 10;
+/*
+ * 64 KiB (16 slots: 1 MiB a communicator): measured with bench-eager.sh,
+ * the slots beat the task path up to 128 KiB for AllGather and Broadcast,
+ * but an AllReduce stops paying between 48 KiB (2 ranks of 16 KiB, 4 of
+ * 8 KiB: 1.2x) and 80 KiB (4 ranks of 16 KiB: 0.46x), where one rank's
+ * serial reduction loses to the task path's shared one.
+ */
+unsigned int coll_slot_bytes = 64 << 10;
 module_param_named(slot_bytes, coll_slot_bytes, uint, 0644);
 MODULE_PARM_DESC(slot_bytes,
 		 "Blocking collectives of one host with COLL_ALGO_AUTO whose data (every rank's input, and a reduction's result) fits in this many bytes go through the communicator's eager slots: no pinning, and a root returns at once (0: never, at once; at most 262144; the slots are sized at a communicator's first such call)");

@@ -2040,10 +2040,14 @@ ABI_TEST(pair, eager_mismatch_algo)
 ABI_TEST(pair, eager_mismatch_size)
 {
 	struct coll_op a = eager_op(), b = eager_op();
+	long slot = st_param_get("slot_bytes");
 
-	b.count = NELEM + NELEM / 2;	/* 2 ranks: 18 KiB > slot_bytes */
+	ASSERT_GT(slot, 0);
+	ASSERT_EQ(0, st_param_set("slot_bytes", 16384));
+	b.count = NELEM + NELEM / 2;	/* 2 ranks: 18 KiB > 16 KiB */
 	mismatch(_metadata, self, a, b);
 	mismatch(_metadata, self, b, a);
+	EXPECT_EQ(0, st_param_set("slot_bytes", slot));
 }
 
 ABI_TEST(pair, eager_mismatch_barrier)
