@@ -21,8 +21,8 @@ rc=0
 for n in ${RANKS:-2 4}; do
 	for dt in ${DTYPES:-int32 float}; do
 		for c in ${SIZES:-8 4096 16384}; do
-			tools/collrun -n "$n" -t 600 tools/coll_group_perf -k 100 \
-				-c "$c" -d "$dt" -i 20 -r 5 || rc=1
+			group_perf "$n" -k 100 -c "$c" -d "$dt" -i 20 -r 5 ||
+				rc=1
 		done
 	done
 done

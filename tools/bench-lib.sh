@@ -20,3 +20,10 @@ bench_load() {
 	# shellcheck disable=SC2086 # split on purpose
 	insmod kmod/collective.ko ${COLL_INSMOD_ARGS:-} || exit 1
 }
+
+# group_perf NP ARGS...: tools/coll_group_perf on NP ranks (collrun, 600 s).
+group_perf() {
+	local n=$1
+	shift
+	tools/collrun -n "$n" -t 600 tools/coll_group_perf "$@"
+}

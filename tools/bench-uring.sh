@@ -25,11 +25,10 @@ bench_load bench-uring.sh
 rc=0
 for n in ${RANKS:-2 4}; do
 	for c in ${SIZES:-8 4096}; do
-		tools/collrun -n "$n" -t 600 tools/coll_group_perf -k "${OPS:-1000}" \
-			-c "$c" -d int32 -i 3 -r 5 -F calls,nonblocking,uring || rc=1
-		tools/collrun -n "$n" -t 600 tools/coll_group_perf -k "${OPS:-1000}" \
-			-c "$c" -d int32 -i 3 -r 5 -F calls,uring -q "${DEPTH:-8}" -s 2 ||
-			rc=1
+		group_perf "$n" -k "${OPS:-1000}" -c "$c" -d int32 -i 3 -r 5 \
+			-F calls,nonblocking,uring || rc=1
+		group_perf "$n" -k "${OPS:-1000}" -c "$c" -d int32 -i 3 -r 5 \
+			-F calls,uring -q "${DEPTH:-8}" -s 2 || rc=1
 	done
 done
 tools/collrun -n 2 -t 60 tools/coll_perf -p allreduce -b 8 -e 8 -n 5 -w 1 |
