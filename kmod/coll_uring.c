@@ -18,10 +18,9 @@
  * until the completion is posted (coll_uring_done(), in the submitter's
  * task work); a parked one holds its communicator.  io_uring holds the
  * descriptor's struct file until then, so coll_release() cannot run while
- * a command is in flight.  A process that
- * dies with commands in flight would then keep its communicators, and
- * their peers waiting, for ever: io_uring of 6.1 cannot cancel a driver's
- * command.  So the descriptor's ->flush(), which runs at every close of
+ * a command is in flight.  A process that dies with commands in flight
+ * would then keep its communicators, and their peers waiting, for ever:
+ * io_uring of 6.1 cannot cancel a driver's command.  So the descriptor's ->flush(), which runs at every close of
  * the process's file table, leaves every communicator of the descriptor
  * when an exiting process closes it with commands of its own in flight
  * (coll_uring_flush()); they fail with ECONNRESET as a close would make

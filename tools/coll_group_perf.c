@@ -281,11 +281,13 @@ int main(int argc, char **argv)
 	send = calloc(k, sizeof(*send));
 	recv = calloc(k, sizeof(*recv));
 	reqs = calloc(k, sizeof(*reqs));
-	for (f = 0; f < F_NUM; f++)
-		t[f] = calloc(rounds, sizeof(double));
-	if (!send || !recv || !reqs || !t[0] || !t[1] || !t[2] || !t[3] ||
-	    !t[4])
+	if (!send || !recv || !reqs)
 		die("calloc", -ENOMEM);
+	for (f = 0; f < F_NUM; f++) {
+		t[f] = calloc(rounds, sizeof(double));
+		if (!t[f])
+			die("calloc", -ENOMEM);
+	}
 	for (i = 0; i < k; i++) {
 		send[i] = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
 		recv[i] = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
