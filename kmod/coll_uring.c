@@ -20,11 +20,11 @@
  * descriptor's struct file until then, so coll_release() cannot run while
  * a command is in flight.  A process that dies with commands in flight
  * would then keep its communicators, and their peers waiting, for ever:
- * io_uring of 6.1 cannot cancel a driver's command.  So the descriptor's ->flush(), which runs at every close of
- * the process's file table, leaves every communicator of the descriptor
- * when an exiting process closes it with commands of its own in flight
- * (coll_uring_flush()); they fail with ECONNRESET as a close would make
- * them, and the peers see the rank gone.
+ * io_uring of 6.1 cannot cancel a driver's command.  So the descriptor's
+ * ->flush(), which runs at every close of the process's file table, leaves
+ * every communicator of the descriptor when an exiting process closes it
+ * with commands of its own in flight (coll_uring_flush()); they fail with
+ * ECONNRESET as a close would make them, and the peers see the rank gone.
  *
  * Each descriptor holds at most max_requests commands in flight (ENOSPC
  * beyond), beside its request handles.
