@@ -54,11 +54,6 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
-#ifdef COLL_HAVE_IO_URING_CMD_H
-#include <linux/io_uring/cmd.h>
-#else
-#include <linux/io_uring.h>
-#endif
 #include <linux/ktime.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
@@ -71,6 +66,7 @@
 #include <asm/fpu/api.h>
 
 #include "coll_loc.h"
+#include "coll_uring.h"
 #include "coll_trace.h"
 
 #define COLL_EAGER_SLOTS	16

@@ -32,15 +32,11 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
-#ifdef COLL_HAVE_IO_URING_CMD_H
-#include <linux/io_uring/cmd.h>
-#else
-#include <linux/io_uring.h>
-#endif
 #include <linux/sched.h>
 #include <linux/string.h>
 
 #include "coll_loc.h"
+#include "coll_uring.h"
 
 /* The command area of a 128-byte SQE: from sqe->cmd to the end. */
 #define COLL_URING_CMD_BYTES	80
