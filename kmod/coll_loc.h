@@ -209,6 +209,9 @@ static inline u32 coll_hosts_of(const struct coll_hosts *h, u32 rank)
 	return h->rank_host[rank];
 }
 
+/* coll_algo.c: the automatic choice of algorithm within one host */
+u32 coll_algo_choose(u32 prim, u32 nranks, u64 bytes);
+
 /* coll_tune.c: tunables, module-wide and per communicator */
 enum coll_tune_id {
 	COLL_TUNE_ALGO,

@@ -537,12 +537,13 @@ void coll_run_work(struct work_struct *work)
  * COLL_ALGO_AUTO: the algorithm the tunables force (coll_tune_algo(): the
  * communicator's or the module's, for this primitive or all; the module's
  * "algo" is the module parameter), if one is; else,
- * within one host, DIRECT (every rank reads its peers' pages once);
- * across hosts, HIER for AllReduce, AllGather and Broadcast whose result
- * buffer holds hier_bytes or more, when the ranks are laid out host by
- * host, several on each (every part crosses between two hosts once, the
- * local ranks carrying theirs in parallel), and DIRECT otherwise (the
- * fewest rounds, and every round costs a round trip between hosts).  The
+ * within one host, the measured rules (coll_algo.c), DIRECT without one
+ * (every rank reads its peers' pages once); across hosts, HIER for
+ * AllReduce, AllGather and Broadcast whose result buffer holds hier_bytes
+ * or more, when the ranks are laid out host by host, several on each
+ * (every part crosses between two hosts once, the local ranks carrying
+ * theirs in parallel), and DIRECT otherwise (the fewest rounds, and every
+ * round costs a round trip between hosts).  The
  * default threshold is where HIER overtook DIRECT for all three on 2 hosts
  * x 2 ranks over rxe (README.md).  Every host must decide alike: the hosts
  * compare the outcome (coll_xhost.c).
@@ -558,9 +559,11 @@ static u32 coll_pick_algo(struct coll_comm *comm, const struct coll_desc *d)
 	algo = coll_tune_algo(comm, prim);
 	if (algo != COLL_ALGO_AUTO)
 		return algo;
+	if (!h)
+		return coll_algo_choose(prim, comm->nranks, bytes);
 	if (prim == COLL_ALLGATHER)
 		bytes *= comm->nranks;		/* the count is per rank */
-	if (h && h->local > 1 && bytes >= coll_tune_get(comm, COLL_TUNE_HIER_BYTES) &&
+	if (h->local > 1 && bytes >= coll_tune_get(comm, COLL_TUNE_HIER_BYTES) &&
 	    (prim == COLL_ALLREDUCE || prim == COLL_ALLGATHER ||
 	     prim == COLL_BROADCAST))
 		return COLL_ALGO_HIER;

@@ -181,6 +181,56 @@ else
 	diag < "$T/ring.log"
 fi
 
+# ---- the automatic choice within one host: the algo_rules table ----------
+AR=/sys/module/collective/parameters/algo_rules
+SB=/sys/module/collective/parameters/slot_bytes
+ar_default=$(cat $AR)
+sb_default=$(cat $SB)
+# algos NP BYTES: the algorithms (coll_op_start's algo=) of 3 AllReduces
+algos() {
+	: > $TR/trace
+	"$RUN" -n "$1" -t 60 "$LOAD" -b "$2" -n 3 > "$T/algos.log" 2>&1 ||
+		diag < "$T/algos.log"
+	sed -n 's/.*coll_op_start: .* allreduce algo=\([0-9]\) .*/\1/p' $TR/trace |
+		tr '\n' ' '
+}
+ar_bad=0
+for bad in "allreduce@1M=hier" "allreduce@1M=auto" "allreduce/0@1K=ring" \
+	   "allreduce/1025@1K=ring" "nosuch@1K=ring" "allreduce@=ring" \
+	   "allreduce@1Q=ring" "allreduce=ring" "allreduce@1K=ring allreduce/2@1024=tree" \
+	   "$(for i in $(seq 65); do printf 'reduce@%d=ring ' "$i"; done)"; do
+	if echo "$bad" > $AR 2> "$T/ar.err" || ! grep -q "Invalid argument\|too long" "$T/ar.err" ||
+	   [ "$(cat $AR)" != "$ar_default" ]; then
+		ar_bad=1
+		echo "'$bad' accepted or changed the table" | diag
+		diag < "$T/ar.err"
+	fi
+done
+[ $ar_bad = 0 ] && ok "algo_rules: bad rules refused (EINVAL/E2BIG), the table unchanged" ||
+	not_ok "algo_rules: bad rules refused (EINVAL/E2BIG), the table unchanged"
+echo "allreduce@8K=ring, allreduce/4@0=tree  broadcast@1K=tree" > $AR
+check "algo_rules reads back sorted, ranks and suffixes spelled out" \
+	test "$(cat $AR)" = "allreduce/2@8K=ring allreduce/4@0=tree broadcast/2@1K=tree"
+echo 0 > $SB		# no eager slots: every call takes the task path
+echo 1 > $TR/events/collective/coll_op_start/enable
+a1=$(algos 2 4096) a2=$(algos 2 16384) a3=$(algos 3 65536) a4=$(algos 4 1024)
+$C tune set allreduce.algo naive
+a5=$(algos 2 16384)
+$C tune set allreduce.algo auto
+echo none > $AR
+a6=$(algos 2 16384)
+echo 0 > $TR/events/collective/coll_op_start/enable
+echo "$sb_default" > $SB
+echo "$ar_default" > $AR
+# direct=2 ring=1 naive=3 tree=4
+if [ "$a1|$a2|$a3|$a4|$a5|$a6" = "2 2 2 |1 1 1 |1 1 1 |4 4 4 |3 3 3 |2 2 2 " ]; then
+	ok "algo_rules pick by size and ranks (2 ranks 4K direct, 16K ring; 3 ranks ring; 4 ranks tree); a forced algorithm wins; none: direct"
+else
+	not_ok "algo_rules pick by size and ranks (2 ranks 4K direct, 16K ring; 3 ranks ring; 4 ranks tree); a forced algorithm wins; none: direct" \
+		"$a1|$a2|$a3|$a4|$a5|$a6"
+fi
+check "algo_rules restored to the default" test "$(cat $AR)" = "$ar_default"
+
 # ---- pins: the first call pins its buffers, the registration cache serves
 # the other nine (reg_cache, on by default)
 coll_pyj "$T/ring-stats.json" '[(p["pins"], p["pinned-pages"] >= p["pins"], p["reg-hits"]) for p in d["prims"] if p["prim"] == "allreduce"]' > "$T/pins.txt"

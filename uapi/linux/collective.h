@@ -329,7 +329,8 @@ enum coll_redop {
 
 /*
  * Algorithms.  COLL_ALGO_AUTO lets the module choose by primitive, size
- * and topology (module parameter "algo" forces one).  Primitives with a
+ * and topology (within one host by the measured table of module parameter
+ * "algo_rules"; module parameter "algo" forces one).  Primitives with a
  * single sensible schedule (Scatter, Gather, AlltoAll, Barrier) accept
  * every value and run that schedule; TREE and HIER apply to AllReduce and
  * Broadcast (HIER also to AllGather) and run DIRECT elsewhere, HIER also
