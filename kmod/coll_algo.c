@@ -147,6 +147,18 @@ static int coll_algo_rule_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* The index of @name in @names (which has holes), or -EINVAL. */
+static int coll_algo_lookup(const char *const *names, int n, const char *name)
+{
+	int i;
+
+	/* not match_string(): it stops at the first hole */
+	for (i = 0; i < n; i++)
+		if (names[i] && !strcmp(names[i], name))
+			return i;
+	return -EINVAL;
+}
+
 /* PRIM[/RANKS]@BYTES=ALGO, in place (the token is a copy). */
 static int coll_algo_parse_rule(char *tok, struct coll_algo_rule *r)
 {
@@ -168,8 +180,8 @@ static int coll_algo_parse_rule(char *tok, struct coll_algo_rule *r)
 		    ranks > COLL_MAX_RANKS)
 			return -EINVAL;
 	}
-	p = match_string(coll_prim_names, COLL_PRIM_MAX, tok);
-	a = match_string(coll_algo_names, COLL_ALGO_MAX, eq + 1);
+	p = coll_algo_lookup(coll_prim_names, COLL_PRIM_MAX, tok);
+	a = coll_algo_lookup(coll_algo_names, COLL_ALGO_MAX, eq + 1);
 	if (p < 0 || a < 0 || !at[1])
 		return -EINVAL;
 	bytes = memparse(at + 1, &end);
