@@ -11,7 +11,9 @@
  * naive).  Rules are separated by spaces or commas.  For a call, the rules
  * of its primitive with the most ranks not above the communicator's count
  * make its table; the one with the largest BYTES not above the call's size
- * wins; with none, DIRECT.  An empty line (or "none") drops every rule.
+ * wins; with none, DIRECT.  So a class reaches up to the next one: ending
+ * it takes a rule of the next class (PRIM/3@0=direct ends a 2-rank one).
+ * An empty line (or "none") drops every rule.
  *
  * Readers run in the data path under rcu_read_lock(); a write parses a
  * whole new table, checked before it replaces the old one (a bad line
@@ -73,7 +75,7 @@ static const char *const coll_algo_names[COLL_ALGO_MAX] = {
  * DIRECT by 13-31 % in every sweep.  Sorted as a parsed table is.
  */
 static struct coll_algo_rules coll_algo_default = {
-	.n = 10,
+	.n = 11,
 	.r = {
 		/* 2 ranks: a tree, not two rounds, for small and large */
 		COLL_RULE(ALLREDUCE, 2, 0, TREE),
@@ -86,9 +88,10 @@ static struct coll_algo_rules coll_algo_default = {
 		COLL_RULE(ALLREDUCE, 8, 0, NAIVE),
 		COLL_RULE(ALLREDUCE, 8, SZ_8K, DIRECT),
 		COLL_RULE(ALLREDUCE, 8, SZ_2M, TREE),
-		/* 2 ranks: a small Reduce pipelined along the ring */
+		/* 2 ranks: a small Reduce pipelined along the ring; not 3+ */
 		COLL_RULE(REDUCE, 2, 0, RING),
 		COLL_RULE(REDUCE, 2, SZ_8K, DIRECT),
+		COLL_RULE(REDUCE, 3, 0, DIRECT),
 	},
 };
 

@@ -103,6 +103,7 @@ for p, n in sorted({(k[0], k[1]) for k in med}, key=lambda x: (x[1], x[0])):
     print('%9s' % 'bytes' + ''.join('%10s' % a for a in algos) +
           '%10s %8s %9s %8s' % ('auto', 'winner', 'win/dir', 'auto/win'))
     band = 'direct'
+    nrules = len(rules)
     for b in sizes:
         row = {a: med.get((p, n, a, b)) for a in algos + ['auto']}
         g = {a: gain(p, n, a, b) for a in algos if row[a] is not None}
@@ -120,6 +121,10 @@ for p, n in sorted({(k[0], k[1]) for k in med}, key=lambda x: (x[1], x[0])):
                                   '%10s' % '-' for a in algos) +
               '%10.1f %8s %9.2f %8.2f' % (auto or 0, win, g[win],
                                           row[win] / auto if auto else 0))
+    # a class reaches up to the next: end a smaller one's rules here
+    mine = [r for r in rules if r.startswith(p + '/')]
+    if len(rules) == nrules and mine and not mine[-1].endswith('@0=direct'):
+        rules.append('%s/%d@0=direct' % (p, n))
 print('\n# wrong elements, all runs: %d' % bad)
 print("# win/dir: median over rounds of DIRECT's time / the winner's")
 print('# the table it would pick (a winner at least %s%% faster than DIRECT),'
