@@ -161,7 +161,7 @@ struct coll_file {
 	wait_queue_head_t wq;		/* their completions: WAIT, poll() */
 	spinlock_t ulock;		/* ucmds, nucmds (coll_uring.c) */
 	struct list_head ucmds;		/* io_uring commands in flight */
-	u32 nucmds;			/* their number, reserved included */
+	u32 nucmds;			/* their number, reserved included (read unlocked too) */
 	struct coll_regcache rc;	/* pinned buffers kept (coll_regcache.c) */
 };
 
@@ -563,8 +563,8 @@ struct coll_eager_op {		/* a collective in a slot, for netlink */
 
 bool coll_eager_op_locked(struct coll_comm *comm, u64 from,
 			  struct coll_eager_op *op);
-int coll_eager_submit(struct coll_member *m, const struct coll_op *arg,
-		      struct io_uring_cmd *ioucmd);
+int coll_eager_submit(struct coll_file *cf, struct coll_member *m,
+		      const struct coll_op *arg, struct io_uring_cmd *ioucmd);
 bool coll_eager_owns(struct coll_member *m, void *id);
 int coll_eager_meet_locked(struct coll_member *m, const struct coll_sub *sub);
 void coll_eager_wake(struct coll_comm *comm);

@@ -308,7 +308,7 @@ int coll_op_submit_one(struct coll_file *cf, struct coll_op *arg,
 	}
 retry_eager:
 	if (!nonblock || ioucmd) {
-		ret = coll_eager_submit(m, arg, ioucmd);
+		ret = coll_eager_submit(cf, m, arg, ioucmd);
 		if (ret == -EIOCBQUEUED) {	/* parked: its reservation too */
 			coll_member_put(m);
 			return ret;

@@ -74,8 +74,8 @@ int coll_uring_reserve(struct coll_file *cf)
 	spin_lock_irqsave(&cf->ulock, flags);
 	if (cf->nucmds >= READ_ONCE(coll_max_requests))
 		ret = -ENOSPC;
-	else
-		cf->nucmds++;
+	else	/* read locklessly by coll_eager_submit() */
+		WRITE_ONCE(cf->nucmds, cf->nucmds + 1);
 	spin_unlock_irqrestore(&cf->ulock, flags);
 	return ret;
 }
@@ -85,7 +85,7 @@ void coll_uring_unreserve(struct coll_file *cf)
 	unsigned long flags;
 
 	spin_lock_irqsave(&cf->ulock, flags);
-	cf->nucmds--;
+	WRITE_ONCE(cf->nucmds, cf->nucmds - 1);
 	spin_unlock_irqrestore(&cf->ulock, flags);
 }
 
@@ -145,7 +145,7 @@ void coll_uring_complete(struct coll_req *req, struct coll_file *cf,
 	WRITE_ONCE(req->status, status);
 	spin_lock_irqsave(&cf->ulock, flags);
 	list_del(&req->unode);
-	cf->nucmds--;
+	WRITE_ONCE(cf->nucmds, cf->nucmds - 1);
 	spin_unlock_irqrestore(&cf->ulock, flags);
 	io_uring_cmd_complete_in_task(req->ioucmd, coll_uring_done);
 }
