@@ -798,11 +798,11 @@ retry:
 		}
 		if (s->busy) {
 			/*
-			 * This rank (a root, say) is COLL_EAGER_SLOTS
-			 * collectives ahead of another: wait for it to
-			 * leave the oldest, as a blocking call waits for
-			 * its peers; a command never waits, and takes the
-			 * task path.
+			 * This rank (a root, say) is COLL_EAGER_SLOTS (a
+			 * blocking call: COLL_EAGER_LEAD) collectives
+			 * ahead of another: wait for it to leave that
+			 * slot, as a blocking call waits for its peers; a
+			 * command never waits, and takes the task path.
 			 */
 			u64 old = s->seq;
 

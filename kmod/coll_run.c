@@ -543,10 +543,10 @@ void coll_run_work(struct work_struct *work)
  * or more, when the ranks are laid out host by host, several on each
  * (every part crosses between two hosts once, the local ranks carrying
  * theirs in parallel), and DIRECT otherwise (the fewest rounds, and every
- * round costs a round trip between hosts).  The
- * default threshold is where HIER overtook DIRECT for all three on 2 hosts
- * x 2 ranks over rxe (README.md).  Every host must decide alike: the hosts
- * compare the outcome (coll_xhost.c).
+ * round costs a round trip between hosts).  The default threshold is where
+ * HIER overtook DIRECT for all three on 2 hosts x 2 ranks over rxe
+ * (README.md).  Every host must decide alike: the hosts compare the
+ * outcome (coll_xhost.c).
  */
 static u32 coll_pick_algo(struct coll_comm *comm, const struct coll_desc *d)
 {
