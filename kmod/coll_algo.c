@@ -121,16 +121,20 @@ u32 coll_algo_choose(u32 prim, u32 nranks, u64 bytes)
 
 	rcu_read_lock();
 	t = rcu_dereference(coll_algo_table);
-	/* the class: the most ranks not above nranks */
+	/*
+	 * Sorted by (prim, ranks, bytes): the class of the most ranks not
+	 * above nranks comes last, and in it the last rule not above bytes
+	 * wins.
+	 */
 	for (i = 0; i < t->n; i++) {
 		r = &t->r[i];
-		if (r->prim == prim && r->ranks <= nranks && r->ranks > ranks)
+		if (r->prim != prim || r->ranks > nranks)
+			continue;
+		if (r->ranks != ranks) {	/* a larger class replaces it */
 			ranks = r->ranks;
-	}
-	/* sorted by bytes within it: the last one not above bytes */
-	for (i = 0; ranks && i < t->n; i++) {
-		r = &t->r[i];
-		if (r->prim == prim && r->ranks == ranks && r->bytes <= bytes)
+			algo = COLL_ALGO_DIRECT;
+		}
+		if (r->bytes <= bytes)
 			algo = r->algo;
 	}
 	rcu_read_unlock();

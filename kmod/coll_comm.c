@@ -199,7 +199,6 @@ static struct coll_comm *coll_comm_create(struct net *net, const u8 *id,
 	comm->born = jiffies;
 	comm->state = COLL_COMM_JOINING;
 	init_waitqueue_head(&comm->join_wq);
-	init_waitqueue_head(&comm->eager_wq);
 	spin_lock_init(&comm->lock);
 	INIT_LIST_HEAD(&comm->tasks);
 	coll_plan_cache_init(&comm->plans);

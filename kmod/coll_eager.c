@@ -32,8 +32,11 @@
  * written.
  *
  * Waiting polls for at most spin_ns, yielding the CPU to any other task
- * that wants it, then sleeps, killable, on comm->eager_wq; a killed rank
- * kills the communicator, and coll_comm_end() wakes the waiters.
+ * that wants it, then sleeps, killable, keyed by what it waits for
+ * (wait_var_event(): a slot's result at &s->all_in, a slot's release at
+ * &s->busy), so that each event wakes only the ranks that wait for it; a
+ * killed rank kills the communicator, and coll_comm_end() wakes every
+ * waiter (coll_eager_wake()).
  *
  * io_uring commands (coll_uring.c) take this path as blocking calls do,
  * and match as they do, but never wait: a command whose result is there
@@ -64,6 +67,7 @@
 #include <linux/sched/signal.h>
 #include <linux/sched/stat.h>
 #include <linux/uaccess.h>
+#include <linux/wait_bit.h>
 #include <asm/fpu/api.h>
 
 #include "coll_loc.h"
@@ -72,8 +76,13 @@
 
 #define COLL_EAGER_SLOTS	16
 /*
- * How far a blocking first rank (a root, say) may run ahead: it waits for
- * the collective COLL_EAGER_LEAD before its own to be left by everyone.
+ * How far a blocking first rank (a root, say) may run ahead: when the
+ * collective COLL_EAGER_LEAD before its own is still held, it waits for
+ * the one COLL_EAGER_LEAD / 2 before its own to be left by everyone, and
+ * then runs the next COLL_EAGER_LEAD / 2 without waiting: a root that
+ * leads wakes once per COLL_EAGER_LEAD / 2 collectives, not once per
+ * collective (4 ranks on 2 vCPUs, an 8-byte Reduce with three ranks on
+ * one vCPU: measured in README "Small collectives").
  * Measured (4 ranks on 2 vCPUs, 8-512 B): rooted collectives took 30-60 us
  * a call with 8 slots and 150-250 us with 16 when a root could lead by
  * all of them; with 16 slots and this lead, 30-60 again.  io_uring
@@ -281,11 +290,46 @@ static int coll_eager_writable(u64 addr, u64 len)
 
 static void coll_eager_kick(struct coll_comm *comm);
 
-/* Wake the waiters of @comm's slots, if any sleep, and kick its commands. */
+/*
+ * The keys waiters sleep on (wait_var_event()): a slot's result (root_in,
+ * all_in or its status), and the slot's release.
+ */
+static void *coll_eager_key(struct coll_eslot *s, bool release)
+{
+	return release ? (void *)&s->busy : (void *)&s->all_in;
+}
+
+/* Wake the waiters of @s's result, published, and kick the commands. */
+static void coll_eager_wake_result(struct coll_comm *comm,
+				   struct coll_eslot *s)
+{
+	/* published, then looked for sleepers: pairs with the waiter's mb */
+	smp_mb();
+	wake_up_var(coll_eager_key(s, false));
+	coll_eager_kick(comm);
+}
+
+/* Wake the waiters of @s's release, once it is free. */
+static void coll_eager_wake_release(struct coll_eslot *s)
+{
+	smp_mb();	/* as in coll_eager_wake_result() */
+	wake_up_var(coll_eager_key(s, true));
+}
+
+/*
+ * Wake every waiter of @comm's slots, whatever it waits for, and kick its
+ * commands: for the communicator's death and a disagreement.
+ */
 void coll_eager_wake(struct coll_comm *comm)
 {
-	if (wq_has_sleeper(&comm->eager_wq))
-		wake_up_all(&comm->eager_wq);
+	struct coll_eager *e = READ_ONCE(comm->eager);
+	u32 i;
+
+	smp_mb();	/* as in coll_eager_wake_result() */
+	for (i = 0; e && i < COLL_EAGER_SLOTS; i++) {
+		wake_up_var(coll_eager_key(&e->slot[i], false));
+		wake_up_var(coll_eager_key(&e->slot[i], true));
+	}
 	coll_eager_kick(comm);
 }
 
@@ -315,7 +359,7 @@ static void coll_eager_leave(struct coll_comm *comm, struct coll_eslot *s)
 	freed = coll_eager_leave_locked(comm, s);
 	spin_unlock(&comm->lock);
 	if (freed)
-		coll_eager_wake(comm);
+		coll_eager_wake_release(s);
 }
 
 /*
@@ -539,8 +583,9 @@ static int coll_eager_wait(struct coll_comm *comm, struct coll_eslot *s,
 		else
 			cpu_relax();
 	}
-	return wait_event_killable(comm->eager_wq,
-				   coll_eager_cond(comm, s, need, old));
+	return wait_var_event_killable(coll_eager_key(s, need ==
+						       COLL_ENEED_NONE),
+				       coll_eager_cond(comm, s, need, old));
 }
 
 /*
@@ -790,11 +835,18 @@ retry:
 			return -EAGAIN;
 		}
 		if (!ioucmd && !READ_ONCE(cf->nucmds)) {
-			struct coll_eslot *o;
+			const u32 half = COLL_EAGER_LEAD / 2;
+			struct coll_eslot *o, *h;
 
 			o = &e->slot[(seq - COLL_EAGER_LEAD) % COLL_EAGER_SLOTS];
+			h = &e->slot[(seq - half) % COLL_EAGER_SLOTS];
+			/*
+			 * Wait, as for a busy slot, for the one half the
+			 * lead back (slots are left in sequence order, so
+			 * that one too), if it is still held.
+			 */
 			if (o->busy && o->seq + COLL_EAGER_LEAD == seq)
-				s = o;	/* wait for it, as for a busy slot */
+				s = h->busy && h->seq + half == seq ? h : o;
 		}
 		if (s->busy) {
 			/*
@@ -874,8 +926,10 @@ retry:
 		/* pairs with smp_load_acquire() in coll_eager_ready() */
 		smp_store_release(&s->all_in, true);
 	}
-	if (last || root || freed)
-		coll_eager_wake(comm);
+	if (last || root)
+		coll_eager_wake_result(comm, s);
+	if (freed)
+		coll_eager_wake_release(s);
 	if (need == COLL_ENEED_NONE) {
 		if (last)
 			coll_eager_leave(comm, s);

@@ -340,7 +340,6 @@ struct coll_comm {
 
 	/* small collectives of one host (coll_eager.c) */
 	struct coll_eager *eager;	/* lock: NULL until the first */
-	wait_queue_head_t eager_wq;	/* their waiters */
 };
 
 struct coll_member {
