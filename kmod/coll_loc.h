@@ -571,8 +571,19 @@ void coll_eager_free(struct coll_comm *comm);
 
 /* coll_group.c: several collectives in one call (COLL_GROUP) */
 int coll_group_submit(struct coll_file *cf, struct coll_ucmd *ucmd);
-bool coll_prim_reduces(u32 prim);
-bool coll_prim_rooted(u32 prim);
+
+/* What a primitive is (inline: the eager path's) */
+static inline bool coll_prim_reduces(u32 prim)
+{
+	return prim == COLL_ALLREDUCE || prim == COLL_REDUCE ||
+	       prim == COLL_REDUCESCATTER;
+}
+
+static inline bool coll_prim_rooted(u32 prim)
+{
+	return prim == COLL_REDUCE || prim == COLL_BROADCAST ||
+	       prim == COLL_SCATTER || prim == COLL_GATHER;
+}
 
 /* coll_run.c: the one state machine, and cooperative execution */
 int coll_run_plan_ahead(struct coll_comm *comm, struct coll_sub *sub);
@@ -884,7 +895,28 @@ void coll_obuf_release(struct coll_obuf *ob);
 /* coll_reduce.c */
 typedef void (*coll_reduce_fn)(void *dst, const void *a, const void *b,
 			       size_t n);
-u32 coll_dtype_size(u32 dtype);
+/* Bytes per element of @dtype, 0 for none (inline: the eager path's) */
+static inline u32 coll_dtype_size(u32 dtype)
+{
+	switch (dtype) {
+	case COLL_INT8:
+	case COLL_UINT8:
+		return 1;
+	case COLL_FP16:
+	case COLL_BF16:
+		return 2;
+	case COLL_INT32:
+	case COLL_UINT32:
+	case COLL_FP32:
+		return 4;
+	case COLL_INT64:
+	case COLL_UINT64:
+	case COLL_FP64:
+		return 8;
+	default:
+		return 0;
+	}
+}
 
 /* Bytes per element of a call; a Barrier's count is of nothing. */
 static inline u32 coll_desc_esize(const struct coll_desc *d)
@@ -892,7 +924,10 @@ static inline u32 coll_desc_esize(const struct coll_desc *d)
 	return d->prim == COLL_BARRIER ? 1 : coll_dtype_size(d->dtype);
 }
 
-bool coll_dtype_is_float(u32 dtype);
+static inline bool coll_dtype_is_float(u32 dtype)
+{
+	return dtype >= COLL_FP16 && dtype <= COLL_FP64;
+}
 coll_reduce_fn coll_reduce_get(u32 dtype, u32 redop, bool *fpu);
 void coll_reduce_select(void);
 void coll_reduce_div(u32 dtype, void *dst, size_t n, u32 div);

@@ -24,18 +24,6 @@
 #include "coll_loc.h"
 #include "coll_trace.h"
 
-bool coll_prim_reduces(u32 prim)
-{
-	return prim == COLL_ALLREDUCE || prim == COLL_REDUCE ||
-	       prim == COLL_REDUCESCATTER;
-}
-
-bool coll_prim_rooted(u32 prim)
-{
-	return prim == COLL_REDUCE || prim == COLL_BROADCAST ||
-	       prim == COLL_SCATTER || prim == COLL_GATHER;
-}
-
 /* Checks that need no communicator (also for each op of a group). */
 int coll_op_check(const struct coll_op *arg)
 {

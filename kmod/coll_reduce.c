@@ -18,24 +18,6 @@
 
 #include "coll_loc.h"
 
-static const u8 coll_dtype_sizes[COLL_DTYPE_MAX] = {
-	[COLL_INT8] = 1,  [COLL_UINT8] = 1,
-	[COLL_INT32] = 4, [COLL_UINT32] = 4,
-	[COLL_INT64] = 8, [COLL_UINT64] = 8,
-	[COLL_FP16] = 2,  [COLL_BF16] = 2,
-	[COLL_FP32] = 4,  [COLL_FP64] = 8,
-};
-
-u32 coll_dtype_size(u32 dtype)
-{
-	return dtype < COLL_DTYPE_MAX ? coll_dtype_sizes[dtype] : 0;
-}
-
-bool coll_dtype_is_float(u32 dtype)
-{
-	return dtype >= COLL_FP16 && dtype <= COLL_FP64;
-}
-
 /* One set of kernels per integer type, from a template. */
 #define COLL_FN(op) coll_##op##_s8
 #define coll_div_t s64
