@@ -928,6 +928,7 @@ static inline bool coll_dtype_is_float(u32 dtype)
 {
 	return dtype >= COLL_FP16 && dtype <= COLL_FP64;
 }
+
 coll_reduce_fn coll_reduce_get(u32 dtype, u32 redop, bool *fpu);
 void coll_reduce_select(void);
 void coll_reduce_div(u32 dtype, void *dst, size_t n, u32 div);
