@@ -15,7 +15,12 @@
  *  - eager:       as waiting, with a small AllReduce, which goes through
  *                 the communicator's eager slots (no task);
  *  - eager_running: all four loop on small blocking AllReduces (eager),
- *                 so the leaver goes while in one or between two.
+ *                 so the leaver goes while in one or between two;
+ *  - eager_lead:  the other three loop on small Broadcasts from rank 0
+ *                 that the leaver never submits: each completes exactly 8
+ *                 (a blocking rank leads by at most 8 collectives), then
+ *                 waits for a slot to be released, which the leave must
+ *                 end.
  * Every other rank's collective must fail with ECONNRESET within 1 s of
  * the leave (CLOCK_MONOTONIC, shared by all processes), its next
  * collective must fail the same way, nothing may hang (every wait is
@@ -34,10 +39,11 @@
 #define RUN_MAX_ITERS	1000
 #define EAGER_COUNT	16			/* 64 bytes: the eager path */
 #define EAGER_MAX_ITERS	100000000
+#define EAGER_LEAD	8	/* collectives a blocking rank may lead by */
 
 enum how { HOW_KILL, HOW_DESTROY, HOW_CLOSE };
 enum scenario { SC_WAITING, SC_RUNNING, SC_NONBLOCKING, SC_EAGER,
-		SC_EAGER_RUNNING };
+		SC_EAGER_RUNNING, SC_EAGER_LEAD };
 
 static const char *const how_names[] = { "SIGKILL", "COMM_DESTROY", "close" };
 
@@ -263,6 +269,11 @@ static int survivor_main(const struct kargs *a, int rank, int fd,
 		break;
 	case SC_RUNNING:
 	case SC_EAGER_RUNNING:
+	case SC_EAGER_LEAD:
+		if (a->sc == SC_EAGER_LEAD) {
+			op.prim = COLL_BROADCAST;
+			op.root = 0;
+		}
 		__atomic_store_n(&sh->entered[rank], 1, __ATOMIC_RELEASE);
 		for (i = 0; i < (a->sc == SC_RUNNING ? RUN_MAX_ITERS :
 						     EAGER_MAX_ITERS); i++) {
@@ -380,7 +391,8 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(kill) *self,
 	struct kargs a = {
 		.how = how,
 		.sc = sc,
-		.leaver = sc == SC_RUNNING || sc == SC_EAGER_RUNNING ? 2 : 0,
+		.leaver = sc == SC_RUNNING || sc == SC_EAGER_RUNNING ? 2 :
+			  sc == SC_EAGER_LEAD ? 3 : 0,
 		.sh = self->sh,
 	};
 	struct kshm *sh = self->sh;
@@ -437,7 +449,7 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(kill) *self,
 			}
 			continue;
 		}
-		TH_LOG("rank %d: %s after %.3f s (%d AllReduces before), next call %s",
+		TH_LOG("rank %d: %s after %.3f s (%d collectives before), next call %s",
 		       i, st_errname(sh->err[i]), dt / 1e9, sh->iters[i],
 		       st_errname(sh->err2[i]));
 		EXPECT_EQ(ECONNRESET, sh->err[i])
@@ -451,6 +463,10 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(kill) *self,
 		EXPECT_GT(LEAVE_BOUND_NS, dt)
 			TH_LOG("rank %d: ECONNRESET %.3f s after the leave, bound 1 s",
 			       i, dt / 1e9);
+		if (sc == SC_EAGER_LEAD)
+			EXPECT_EQ(EAGER_LEAD, sh->iters[i])
+				TH_LOG("rank %d: %d Broadcasts without the leaver, want %d",
+				       i, sh->iters[i], EAGER_LEAD);
 		EXPECT_TRUE(rk.done[i] && !rk.killed[i] && WIFEXITED(rk.status[i]) &&
 			    !WEXITSTATUS(rk.status[i]))
 			TH_LOG("rank %d: %s", i, st_status_str(&rk, i, st, sizeof(st)));
@@ -474,6 +490,7 @@ KILL_TEST(running, SC_RUNNING)
 KILL_TEST(nonblocking, SC_NONBLOCKING)
 KILL_TEST(eager, SC_EAGER)
 KILL_TEST(eager_running, SC_EAGER_RUNNING)
+KILL_TEST(eager_lead, SC_EAGER_LEAD)
 
 /*
  * A rank killed while the others are still joining: they end with
