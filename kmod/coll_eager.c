@@ -82,7 +82,7 @@
  * then runs the next COLL_EAGER_LEAD / 2 without waiting: a root that
  * leads wakes once per COLL_EAGER_LEAD / 2 collectives, not once per
  * collective (4 ranks on 2 vCPUs, an 8-byte Reduce with three ranks on
- * one vCPU: measured in README "Small collectives").
+ * one vCPU: measured in README "Ranks waiting on each other").
  * Measured (4 ranks on 2 vCPUs, 8-512 B): rooted collectives took 30-60 us
  * a call with 8 slots and 150-250 us with 16 when a root could lead by
  * all of them; with 16 slots and this lead, 30-60 again.  io_uring
@@ -853,7 +853,8 @@ retry:
 			 * This rank (a root, say) is COLL_EAGER_SLOTS (a
 			 * blocking call: COLL_EAGER_LEAD) collectives
 			 * ahead of another: wait for it to leave that
-			 * slot, as a blocking call waits for its peers; a
+			 * slot (a blocking call: the one half the lead
+			 * back), as a blocking call waits for its peers; a
 			 * command never waits, and takes the task path.
 			 */
 			u64 old = s->seq;
