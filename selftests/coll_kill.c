@@ -257,8 +257,9 @@ static int survivor_main(const struct kargs *a, int rank, int fd,
 	       map_floats(count);
 	if (!recv)
 		return 31;
-	op = st_op(comm, COLL_ALLREDUCE, COLL_FP32, COLL_SUM, 0, send, recv,
-		   count);
+	/* eager_lead: Broadcasts from rank 0, which the leaver never makes */
+	op = st_op(comm, a->sc == SC_EAGER_LEAD ? COLL_BROADCAST :
+		   COLL_ALLREDUCE, COLL_FP32, COLL_SUM, 0, send, recv, count);
 
 	switch (a->sc) {
 	case SC_WAITING:
@@ -270,10 +271,6 @@ static int survivor_main(const struct kargs *a, int rank, int fd,
 	case SC_RUNNING:
 	case SC_EAGER_RUNNING:
 	case SC_EAGER_LEAD:
-		if (a->sc == SC_EAGER_LEAD) {
-			op.prim = COLL_BROADCAST;
-			op.root = 0;
-		}
 		__atomic_store_n(&sh->entered[rank], 1, __ATOMIC_RELEASE);
 		for (i = 0; i < (a->sc == SC_RUNNING ? RUN_MAX_ITERS :
 						     EAGER_MAX_ITERS); i++) {
