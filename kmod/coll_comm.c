@@ -91,6 +91,7 @@ static void coll_comm_release(struct kref *kref)
 		       0, GFP_ATOMIC);
 	coll_kvfree(comm->stats, sizeof(*comm->stats));
 	coll_eager_free(comm);
+	coll_map_free(comm);
 	coll_plan_cache_flush(&comm->plans);
 	coll_comm_free_hosts(comm);
 	atomic64_dec(&coll_stats.comms);
@@ -280,6 +281,7 @@ static void coll_comm_end(struct coll_comm *comm, int err, u32 spare,
 	}
 	spin_unlock(&comm->lock);
 	coll_eager_wake(comm);
+	coll_map_kill(comm);
 	if (first)
 		coll_nl_notify(comm, COLLECTIVE_EVENT_FAILED, err, why, from,
 			       0, GFP_KERNEL);
@@ -442,15 +444,17 @@ static long coll_join_timeout(u32 timeout_ms)
 
 static int coll_comm_check(const struct coll_comm_init *arg)
 {
-	if (arg->flags & ~COLL_COMM_F_ALL)
+	if (arg->flags & ~(COLL_COMM_F_ALL | COLL_COMM_F_MAP))
 		return -EOPNOTSUPP;
 	if (arg->__reserved)
 		return -EINVAL;
 	if (!arg->nranks || arg->nranks > COLL_MAX_RANKS ||
 	    arg->rank >= arg->nranks)
 		return -EINVAL;
-	if (!arg->nhosts &&
-	    (arg->flags || arg->hosts_uptr || arg->rank_hosts_uptr))
+	if (!arg->nhosts && ((arg->flags & ~COLL_COMM_F_MAP) ||
+			     arg->hosts_uptr || arg->rank_hosts_uptr))
+		return -EINVAL;
+	if (arg->nhosts && (arg->flags & COLL_COMM_F_MAP))
 		return -EINVAL;
 	if ((arg->flags & COLL_COMM_F_ALL) == COLL_COMM_F_ALL)
 		return -EINVAL;
@@ -568,7 +572,8 @@ static int coll_comm_enter(struct coll_member *m,
 			    (!hosts || coll_hosts_equal(comm->hosts, hosts));
 
 		coll_hosts_free(hosts);
-		if (comm->nranks != arg->nranks || !same)
+		if (comm->nranks != arg->nranks || !same ||
+		    comm->map_asked != !!(arg->flags & COLL_COMM_F_MAP))
 			return -EPROTO;
 		if (comm->state != COLL_COMM_JOINING ||
 		    comm->members[arg->rank])
@@ -578,6 +583,10 @@ static int coll_comm_enter(struct coll_member *m,
 					&err);
 		if (!comm)
 			return err;
+		if (arg->flags & COLL_COMM_F_MAP) {
+			comm->map_asked = true;
+			comm->map_bytes = coll_map_slot_bytes();
+		}
 	}
 	kref_get(&comm->kref);		/* the member's reference */
 	m->comm = comm;

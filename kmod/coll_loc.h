@@ -79,6 +79,7 @@ struct coll_task;
 struct coll_link;
 struct coll_xtask;
 struct coll_eager;
+struct coll_map;
 struct crypto_shash;
 struct net;
 struct socket;
@@ -120,6 +121,7 @@ extern unsigned int coll_eager_bytes;
 extern unsigned int coll_hier_bytes;
 extern unsigned int coll_peer_timeout_ms;
 extern unsigned int coll_slot_bytes;
+extern unsigned int coll_map_bytes;
 
 /* coll_regcache.c: the registration cache of a descriptor */
 struct coll_reg;
@@ -340,6 +342,11 @@ struct coll_comm {
 
 	/* small collectives of one host (coll_eager.c) */
 	struct coll_eager *eager;	/* lock: NULL until the first */
+
+	/* mapped slots (coll_map.c), fixed when made */
+	bool map_asked;			/* joined with COLL_COMM_F_MAP */
+	u32 map_bytes;			/* a slot's bytes; 0: no slots */
+	struct coll_map *map;		/* lock: NULL until COLL_COMM_MAP */
 };
 
 struct coll_member {
@@ -568,6 +575,18 @@ bool coll_eager_owns(struct coll_member *m, void *id);
 int coll_eager_meet_locked(struct coll_member *m, const struct coll_sub *sub);
 void coll_eager_wake(struct coll_comm *comm);
 void coll_eager_free(struct coll_comm *comm);
+
+/* coll_map.c: mapped slots, small collectives in user space */
+#define COLL_MAP_MAX_BYTES	(256U << 10)	/* map_bytes is capped here */
+u32 coll_map_slot_bytes(void);
+int coll_map_takes(struct coll_comm *comm, u32 rank,
+		   const struct coll_op *arg);
+int coll_map_ioctl_map(struct coll_file *cf, struct coll_ucmd *ucmd);
+int coll_map_ioctl_wait(struct coll_file *cf, struct coll_ucmd *ucmd);
+int coll_map_ioctl_wake(struct coll_file *cf, struct coll_ucmd *ucmd);
+int coll_map_mmap(struct coll_file *cf, struct vm_area_struct *vma);
+void coll_map_kill(struct coll_comm *comm);
+void coll_map_free(struct coll_comm *comm);
 
 /* coll_group.c: several collectives in one call (COLL_GROUP) */
 int coll_group_submit(struct coll_file *cf, struct coll_ucmd *ucmd);

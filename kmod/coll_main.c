@@ -57,6 +57,11 @@ module_param_named(slot_bytes, coll_slot_bytes, uint, 0644);
 MODULE_PARM_DESC(slot_bytes,
 		 "Blocking collectives of one host with COLL_ALGO_AUTO whose data (every rank's input, and a reduction's result) fits in this many bytes go through the communicator's eager slots: no pinning, and a root returns at once (0: never, at once; at most 262144; the slots are sized at a communicator's first such call)");
 
+unsigned int coll_map_bytes = 16 << 10;
+module_param_named(map_bytes, coll_map_bytes, uint, 0644);
+MODULE_PARM_DESC(map_bytes,
+		 "Bytes of each of the 16 mapped slots of a communicator joined with COLL_COMM_F_MAP (read when its first rank joins; 0: no mapped slots; at most 262144): its blocking collectives whose inputs fit run in user space");
+
 unsigned int coll_spin_ns = 100000;
 module_param_named(spin_ns, coll_spin_ns, uint, 0644);
 MODULE_PARM_DESC(spin_ns,
@@ -166,6 +171,12 @@ static int coll_flush(struct file *file, fl_owner_t id)
 	return coll_uring_flush(file->private_data, id);
 }
 
+/* A membership's mapped slots (coll_map.c). */
+static int coll_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	return coll_map_mmap(file->private_data, vma);
+}
+
 static __poll_t coll_poll(struct file *file, poll_table *wait)
 {
 	struct coll_file *cf = file->private_data;
@@ -236,6 +247,9 @@ union coll_ucmd_buffer {
 	struct coll_wait wait;
 	struct coll_comm_query query;
 	struct coll_group group;
+	struct coll_comm_map comm_map;
+	struct coll_map_wait map_wait;
+	struct coll_map_wake map_wake;
 };
 
 /*
@@ -272,6 +286,12 @@ static const struct coll_ioctl_op coll_ioctl_ops[] = {
 	COLL_IOCTL_OP(COLL_COMM_QUERY, coll_comm_query, struct coll_comm_query,
 		      __reserved),
 	COLL_IOCTL_OP(COLL_GROUP, coll_group_submit, struct coll_group,
+		      __reserved),
+	COLL_IOCTL_OP(COLL_COMM_MAP, coll_map_ioctl_map, struct coll_comm_map,
+		      out_bytes),
+	COLL_IOCTL_OP(COLL_MAP_WAIT, coll_map_ioctl_wait, struct coll_map_wait,
+		      seq),
+	COLL_IOCTL_OP(COLL_MAP_WAKE, coll_map_ioctl_wake, struct coll_map_wake,
 		      __reserved),
 };
 
@@ -311,6 +331,7 @@ static const struct file_operations coll_fops = {
 	.uring_cmd = coll_uring_cmd,
 	.compat_ioctl = compat_ptr_ioctl,
 	.poll = coll_poll,
+	.mmap = coll_mmap,
 	.llseek = noop_llseek,
 };
 

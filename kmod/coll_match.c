@@ -294,6 +294,12 @@ int coll_op_submit_one(struct coll_file *cf, struct coll_op *arg,
 		ret = -EINVAL;
 		goto err_unreserve;
 	}
+	/* its peers run it in user space, in the mapped slots */
+	if (!nonblock) {
+		ret = coll_map_takes(m->comm, rank, arg);
+		if (ret)
+			goto err_unreserve;
+	}
 retry_eager:
 	if (!nonblock || ioucmd) {
 		ret = coll_eager_submit(cf, m, arg, ioucmd);

@@ -125,6 +125,35 @@ TRACE_EVENT(coll_eager,
 				       { COLL_TRACE_EAGER_DISAGREE,
 					 "disagree" })));
 
+/* The mapped slots (coll_map.c): sleeps, wake-ups, the death mark. */
+#define COLL_TRACE_MAP_WAIT		0
+#define COLL_TRACE_MAP_WOKEN		1
+#define COLL_TRACE_MAP_WAKE		2
+#define COLL_TRACE_MAP_KILL		3
+
+TRACE_EVENT(coll_map,
+	    TP_PROTO(const struct coll_comm *comm, u32 rank, u32 what,
+		     u32 watched, u64 seq),
+	    TP_ARGS(comm, rank, what, watched, seq),
+	    TP_STRUCT__entry(__field(u32, comm)
+			     __field(u32, rank)
+			     __field(u32, what)
+			     __field(u32, watched)
+			     __field(u64, seq)),
+	    TP_fast_assign(__entry->comm = comm->serial;
+			   __entry->rank = rank;
+			   __entry->what = what;
+			   __entry->watched = watched;
+			   __entry->seq = seq;),
+	    TP_printk("comm=%u rank=%d %s watched=%d seq=%llu",
+		      __entry->comm, (int)__entry->rank,
+		      __print_symbolic(__entry->what,
+				       { COLL_TRACE_MAP_WAIT, "wait" },
+				       { COLL_TRACE_MAP_WOKEN, "woken" },
+				       { COLL_TRACE_MAP_WAKE, "wake" },
+				       { COLL_TRACE_MAP_KILL, "kill" }),
+		      (int)__entry->watched, __entry->seq));
+
 DECLARE_EVENT_CLASS(coll_op_class,
 		    TP_PROTO(const struct coll_task *task, int err),
 		    TP_ARGS(task, err),

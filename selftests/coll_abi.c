@@ -240,7 +240,7 @@ ABI_TEST(abi, ioctl_unknown)
 	unsigned char junk[256] = { 0 };
 
 	*(__u32 *)junk = sizeof(junk);
-	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, COLL_CMD_GROUP + 1), junk));
+	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, COLL_CMD_MAP_WAKE + 1), junk));
 	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, 0x80), junk));
 	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE, 0xff), junk));
 	ASSERT_FAILS(ENOTTY, st_ioctl(self->fd, _IO(COLL_TYPE + 1, COLL_CMD_INFO), junk));
@@ -325,7 +325,7 @@ ABI_TEST(abi, comm_init_flags)
 {
 	struct coll_comm_init ci = ci_one();
 
-	ci.flags = COLL_COMM_F_ALL + 1;		/* unknown */
+	ci.flags = (COLL_COMM_F_ALL | COLL_COMM_F_MAP) + 1;	/* unknown */
 	ASSERT_FAILS(EOPNOTSUPP, st_ioctl(self->fd, COLL_COMM_INIT, &ci));
 	ci.flags = COLL_COMM_F_TCP;		/* only with hosts */
 	ASSERT_FAILS(EINVAL, st_ioctl(self->fd, COLL_COMM_INIT, &ci));

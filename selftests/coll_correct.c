@@ -2280,6 +2280,7 @@ FIXTURE(correct) {
 
 FIXTURE_VARIANT(correct) {
 	int nranks;
+	bool nomap;	/* COLL_MAP=0: small calls through the module */
 };
 
 FIXTURE_VARIANT_ADD(correct, ranks1) { .nranks = 1 };
@@ -2287,6 +2288,9 @@ FIXTURE_VARIANT_ADD(correct, ranks2) { .nranks = 2 };
 FIXTURE_VARIANT_ADD(correct, ranks3) { .nranks = 3 };
 FIXTURE_VARIANT_ADD(correct, ranks4) { .nranks = 4 };
 FIXTURE_VARIANT_ADD(correct, ranks8) { .nranks = 8 };
+/* The same without mapped slots: the eager path, in the kernel. */
+FIXTURE_VARIANT_ADD(correct, kernel2) { .nranks = 2, .nomap = true };
+FIXTURE_VARIANT_ADD(correct, kernel4) { .nranks = 4, .nomap = true };
 
 FIXTURE_SETUP(correct)
 {
@@ -2301,6 +2305,9 @@ FIXTURE_SETUP(correct)
 		SKIP(return, "%s: %s (module not loaded?)", st_dev_path(),
 		     strerror(-fd));
 	close(fd);
+	/* each test is a process of its own: the ranks inherit this */
+	if (variant->nomap)
+		setenv("COLL_MAP", "0", 1);
 }
 
 FIXTURE_TEARDOWN(correct)
@@ -2395,7 +2402,9 @@ static void run_ranks(struct __test_metadata *_metadata, int nranks, int test,
 	TEST_F_TIMEOUT(correct, name, TEST_TIMEOUT_S)			\
 	{								\
 		SKIP_IF_SETUP_SKIPPED();				\
-		run_ranks(_metadata, variant->nranks, prim, false);	\
+		/* without slots, no 64 MiB part: it runs with them */	\
+		run_ranks_opt(_metadata, variant->nranks, prim, false,	\
+			      -1, variant->nranks * 7, variant->nomap);	\
 	}
 
 PRIM_TEST(allreduce, COLL_ALLREDUCE)

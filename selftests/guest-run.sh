@@ -15,7 +15,7 @@
 #   COLL_SELFTESTS     directory of the test programs
 #                      (default: ${COLL_BUILD:-$COLL_ROOT/build}/selftests)
 #   COLL_TESTS         programs to run (default: coll_abi coll_harden coll_correct
-#                      coll_kill coll_regcache coll_group coll_uring)
+#                      coll_kill coll_regcache coll_group coll_uring coll_map)
 #   COLL_INSMOD_ARGS   module parameters for insmod
 #   COLL_KO            module file (default: $COLL_ROOT/kmod/collective.ko)
 #   COLL_TIMEOUT       seconds per program (default per program below)
@@ -38,7 +38,7 @@ fi
 ROOT=${COLL_ROOT:-$(pwd)}
 cd "$ROOT" || { echo "Bail out! cannot cd to $ROOT"; exit 1; }
 BIN=${COLL_SELFTESTS:-${COLL_BUILD:-$ROOT/build}/selftests}
-TESTS=${COLL_TESTS:-coll_abi coll_harden coll_correct coll_kill coll_regcache coll_group coll_uring}
+TESTS=${COLL_TESTS:-coll_abi coll_harden coll_correct coll_kill coll_regcache coll_group coll_uring coll_map}
 KO=${COLL_KO:-$ROOT/kmod/collective.ko}
 MOD=collective
 DEV=${COLL_DEVICE:-/dev/collective}

@@ -30,17 +30,6 @@
 
 #define COLL_DEFAULT_PATH "/dev/" COLL_DEVICE_NAME
 
-struct coll_comm {
-	int fd;
-	uint32_t handle;	/* out_comm of COLL_COMM_INIT */
-	int rank;
-	int nranks;
-	int algo;		/* enum coll_algo for later submits */
-	int group_depth;	/* coll_group_start() calls not yet ended */
-	struct coll_op *group;	/* the ops recorded meanwhile */
-	unsigned int ngroup, group_cap;
-};
-
 static const char *device_path(void)
 {
 	const char *p = getenv("COLL_DEVICE");
@@ -81,6 +70,17 @@ static void close_keep_errno(int fd)
 	errno = saved;
 }
 
+/*
+ * Communicators of one host ask for mapped slots (COLL_COMM_F_MAP) unless
+ * COLL_MAP=0: every rank must agree (the module says EPROTO otherwise).
+ */
+static int map_wanted(void)
+{
+	const char *s = getenv("COLL_MAP");
+
+	return !s || strcmp(s, "0");
+}
+
 int coll_comm_init(coll_comm_t **commp, int nranks, int rank,
 		   const coll_id_t *id, unsigned int timeout_ms)
 {
@@ -118,7 +118,7 @@ int coll_comm_init_tables(coll_comm_t **commp, int nranks, int rank,
 	ci.rank = (uint32_t)rank;
 	memcpy(ci.id, id->bytes, sizeof(ci.id));
 	ci.timeout_ms = timeout_ms;
-	ci.flags = nhosts ? flags : 0;
+	ci.flags = nhosts ? flags : map_wanted() ? COLL_COMM_F_MAP : 0;
 	ci.nhosts = nhosts;
 	ci.hosts_uptr = (uintptr_t)hosts;
 	ci.rank_hosts_uptr = (uintptr_t)rank_hosts;
@@ -131,6 +131,14 @@ int coll_comm_init_tables(coll_comm_t **commp, int nranks, int rank,
 	c->rank = rank;
 	c->nranks = nranks;
 	c->algo = COLL_ALGO_AUTO;
+	if (ci.flags & COLL_COMM_F_MAP) {
+		/* the peers will use the slots: without them, leave */
+		ret = coll_map_setup(c);
+		if (ret) {
+			coll_comm_destroy(c);
+			return ret;
+		}
+	}
 	*commp = c;
 	return 0;
 
@@ -271,6 +279,7 @@ int coll_comm_destroy(coll_comm_t *c)
 	cd.size = sizeof(cd);
 	cd.comm = c->handle;
 	ret = do_ioctl(c->fd, COLL_COMM_DESTROY, &cd, 1);
+	coll_map_teardown(c);
 	close_keep_errno(c->fd);
 	free(c->group);
 	free(c);
@@ -356,6 +365,11 @@ int coll_group_end(coll_comm_t *c, unsigned int flags)
 	c->ngroup = 0;
 	if (!g.nops)
 		return 0;
+	if (c->map) {
+		ret = coll_map_agree_group(c, c->group, g.nops, flags);
+		if (ret)
+			return ret;
+	}
 	ret = do_ioctl(c->fd, COLL_GROUP, &g, 0);
 	return ret;
 }
@@ -400,6 +414,11 @@ int coll_submit(coll_comm_t *c, int prim, const void *sendbuf, void *recvbuf,
 		flags);
 	if (c->group_depth)
 		return group_record(c, &op);
+	if (c->map && !(flags & COLL_OP_F_NONBLOCK)) {
+		ret = coll_map_submit(c, &op);
+		if (ret != COLL_MAP_KERNEL)
+			return ret;
+	}
 	ret = do_ioctl(c->fd, COLL_SUBMIT, &op, 0);
 	if (ret)
 		return ret;

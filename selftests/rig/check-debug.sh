@@ -157,7 +157,7 @@ flock 8
 KERNEL=$KERNEL KVER=$KVER COLL_MODDIR=$MODDIR "$RIG_DIR/vm.sh" "${verbose[@]}" \
 	--name check-debug --smp "${SMP:-2}" --mem "${MEM:-2G}" --timeout "$timeout" \
 	--env COLL_KO="$MODULE" --env COLL_SELFTESTS="$cbuild/debug-selftests" \
-	--env COLL_DEBUG_TESTS="${COLL_DEBUG_TESTS:-coll_abi coll_harden coll_fail_nth coll_regcache coll_group coll_uring coll_correct coll_kill}" \
+	--env COLL_DEBUG_TESTS="${COLL_DEBUG_TESTS:-coll_abi coll_harden coll_fail_nth coll_regcache coll_group coll_uring coll_map coll_correct coll_kill}" \
 	--env COLL_HARDEN_QUICK="${COLL_HARDEN_QUICK:-1}" \
 	--env COLL_CORRECT_BIG="${COLL_CORRECT_BIG:-0}" --env COLL_CORRECT_MAXBYTES="${COLL_CORRECT_MAXBYTES-65536}" \
 	--env COLL_DEBUG_PASS2="${COLL_DEBUG_PASS2:-1}" \

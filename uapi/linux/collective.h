@@ -18,7 +18,7 @@
  * ';' belongs to vfio (0x64-0x7F) and iommufd (0x80-0x8F).
  */
 #define COLL_TYPE 0xC5
-#define COLL_ABI_VERSION 5
+#define COLL_ABI_VERSION 6
 
 /* Collectives in flight at once on a host, per communicator spanning hosts */
 #define COLL_XHOST_AHEAD 64
@@ -97,6 +97,8 @@
  *   holder of a member's descriptor (after fork or SCM_RIGHTS): every
  *   pending and later collective on it fails with ECONNRESET.
  * - EINTR: the caller got a fatal signal while waiting.
+ * - EXDEV: a blocking collective that a communicator's mapped slots take
+ *   (see "Mapped slots" below) submitted through the ioctl.
  *
  * Communicators are found by id within the network namespace of the
  * process that joins: the same id in two namespaces names two different
@@ -119,6 +121,9 @@ enum {
 	COLL_CMD_TEST,
 	COLL_CMD_COMM_QUERY,
 	COLL_CMD_GROUP,
+	COLL_CMD_COMM_MAP,
+	COLL_CMD_MAP_WAIT,
+	COLL_CMD_MAP_WAKE,
 };
 
 /**
@@ -209,16 +214,21 @@ struct coll_host {
 #define COLL_COMM_F_REQUIRE_RDMA _BITUL(0)	/* no TCP fallback */
 #define COLL_COMM_F_TCP		_BITUL(1)	/* TCP even where RDMA reaches */
 #define COLL_COMM_F_ALL		(COLL_COMM_F_REQUIRE_RDMA | COLL_COMM_F_TCP)
+/* small blocking collectives through the mapped slots (one host) */
+#define COLL_COMM_F_MAP		_BITUL(2)
 
 /**
  * struct coll_comm_init - COLL_COMM_INIT: join a communicator
  * @size: sizeof(struct coll_comm_init)
  * @flags: %COLL_COMM_F_* (for communicators that span hosts; must be 0
- *         otherwise).  %COLL_COMM_F_REQUIRE_RDMA: fail with EHOSTUNREACH
- *         rather than fall back to TCP for a peer host that RDMA does not
- *         reach.  %COLL_COMM_F_TCP: use the TCP transport for every peer
- *         host.  Both at once is EINVAL.  Every rank of every host must
- *         pass the same flags (EPROTO otherwise).
+ *         otherwise, but for %COLL_COMM_F_MAP).  %COLL_COMM_F_REQUIRE_RDMA:
+ *         fail with EHOSTUNREACH rather than fall back to TCP for a peer
+ *         host that RDMA does not reach.  %COLL_COMM_F_TCP: use the TCP
+ *         transport for every peer host.  Both at once is EINVAL.
+ *         %COLL_COMM_F_MAP (@nhosts 0 only, EINVAL otherwise): the
+ *         communicator has mapped slots (COLL_COMM_MAP), unless module
+ *         parameter map_bytes was 0 when its first rank joined.  Every
+ *         rank of every host must pass the same flags (EPROTO otherwise).
  * @nranks: number of ranks, 1..%COLL_MAX_RANKS
  * @rank: this caller's rank, 0..@nranks-1
  * @id: 128-bit communicator id; it acts as a secret.  Processes of one host
@@ -639,5 +649,224 @@ struct coll_group {
 };
 
 #define COLL_GROUP _IO(COLL_TYPE, COLL_CMD_GROUP)
+
+/**
+ * DOC: Mapped slots
+ *
+ * A communicator of one host joined with %COLL_COMM_F_MAP gets, at its
+ * first COLL_COMM_MAP, a region of kernel pages that each member maps into
+ * its own address space: the communicator's mapped slots.  Its small
+ * blocking collectives then run in user space, without a system call:
+ * each rank copies its input into a slot and publishes a sequence number,
+ * reads what it needs of the others' inputs and publishes that it is done.
+ * The kernel provides the memory (zeroed, charged to the first mapper's
+ * memory cgroup, freed when the communicator and every mapping of it are
+ * gone), admits only the communicator's members, marks the region dead
+ * (%COLL_MAP_DEAD, with the errno) the moment the communicator dies, and
+ * puts waiters to sleep and wakes them (COLL_MAP_WAIT, COLL_MAP_WAKE):
+ * futex-like, so a rank that waits long sleeps.  libcollective runs this
+ * protocol for its blocking calls; the layout is ABI:
+ *
+ * - the header, struct coll_map_hdr, at offset 0 (the kernel writes it);
+ * - @out_ctl_offset: a struct coll_map_ctl per rank, %COLL_MAP_LINE bytes
+ *   apart, written only by that rank: @arrived is the sequence number of
+ *   the last collective whose input it published, @left of the last one
+ *   it has finished reading (numbers start at 1, one per collective);
+ * - @out_desc_offset: for slot i and rank r, a struct coll_map_desc at
+ *   (i * nranks + r) * sizeof(struct coll_map_desc): what rank r called,
+ *   written before its @arrived, so that ranks that disagree fail with
+ *   EPROTO as on the eager path;
+ * - @out_data_offset: @out_nslots slots of @out_slot_bytes each.  The
+ *   collective of sequence number s uses slot s % @out_nslots, which may
+ *   be written only once every rank's @left is at least s - @out_nslots.
+ *   A rank's input lies at rank * the input's size (Broadcast and Scatter:
+ *   the root's alone, at 0).
+ *
+ * A blocking COLL_SUBMIT with %COLL_ALGO_AUTO whose inputs (every rank's:
+ * count * element size * nranks for AllReduce, Reduce, AllGather, Gather
+ * and Scatter, that times nranks for ReduceScatter and AlltoAll, count *
+ * element size for Broadcast, 0 for Barrier) fit in @out_slot_bytes goes
+ * through the slots and nowhere else: on such a communicator the ioctl
+ * refuses it with EXDEV (its ranks would meet nobody in the kernel).
+ * Everything else (larger, non-blocking, groups, io_uring, forced
+ * algorithms) goes through the kernel as on any communicator, and matches
+ * only the same; libcollective first has each blocking one agree through
+ * the slots (a struct coll_map_desc with %COLL_MAP_DESC_F_KERNEL), so that
+ * ranks that disagree about which way a collective goes fail with EPROTO.
+ */
+#define COLL_MAP_MAGIC		0x436f6c4dU	/* "ColM" */
+#define COLL_MAP_VERSION	1
+#define COLL_MAP_LINE		64
+#define COLL_MAP_ALL		0xffffffffU	/* every rank (COLL_MAP_WAIT) */
+
+/* struct coll_map_hdr state */
+#define COLL_MAP_LIVE		0
+#define COLL_MAP_DEAD		1
+
+/**
+ * struct coll_map_hdr - the header of the mapped slots (the kernel's)
+ * @magic: %COLL_MAP_MAGIC
+ * @version: %COLL_MAP_VERSION
+ * @nranks: the communicator's ranks
+ * @nslots: slots
+ * @slot_bytes: bytes of one slot
+ * @spin_ns: module parameter spin_ns when the slots were made: how long a
+ *           waiter should poll (yielding its CPU) before it sleeps
+ * @__reserved: 0
+ * @state: %COLL_MAP_LIVE, or %COLL_MAP_DEAD once the communicator died
+ * @error: with %COLL_MAP_DEAD, the positive errno its collectives get
+ *         (ECONNRESET)
+ * @__pad: 0
+ * @sleepers: threads asleep in COLL_MAP_WAIT; whoever publishes a
+ *            sequence number and then reads it non-zero calls
+ *            COLL_MAP_WAKE
+ */
+struct coll_map_hdr {
+	__u32 magic;
+	__u32 version;
+	__u32 nranks;
+	__u32 nslots;
+	__u32 slot_bytes;
+	__u32 spin_ns;
+	__u32 __reserved[10];
+	__u32 state;
+	__u32 error;
+	__u32 __pad[14];
+	__u32 sleepers;
+};
+
+/**
+ * struct coll_map_ctl - one rank's line of the mapped slots
+ * @arrived: sequence number of its last collective with its input in
+ * @left: sequence number of its last collective it is done with
+ * @__pad: to %COLL_MAP_LINE bytes
+ */
+struct coll_map_ctl {
+	__aligned_u64 arrived;
+	__aligned_u64 left;
+	__aligned_u64 __pad[6];
+};
+
+/* struct coll_map_desc flags */
+#define COLL_MAP_DESC_F_INPLACE	_BITUL(0)	/* an in-place AlltoAll */
+#define COLL_MAP_DESC_F_KERNEL	_BITUL(1)	/* it goes through the kernel */
+#define COLL_MAP_DESC_F_GROUP	_BITUL(2)	/* a group: count ops, root
+						 * a digest of them */
+
+/**
+ * struct coll_map_desc - what a rank called, in a slot
+ * @prim: enum coll_prim
+ * @dtype: enum coll_dtype
+ * @redop: enum coll_redop
+ * @root: the root rank
+ * @algo: enum coll_algo
+ * @flags: %COLL_MAP_DESC_F_*
+ * @count: as in struct coll_op
+ */
+struct coll_map_desc {
+	__u32 prim;
+	__u32 dtype;
+	__u32 redop;
+	__u32 root;
+	__u32 algo;
+	__u32 flags;
+	__aligned_u64 count;
+};
+
+/**
+ * struct coll_comm_map - COLL_COMM_MAP: the layout of the mapped slots
+ * @size: sizeof(struct coll_comm_map)
+ * @flags: must be 0
+ * @comm: handle of a communicator joined with %COLL_COMM_F_MAP
+ * @out_nslots: slots
+ * @out_slot_bytes: bytes of a slot (module parameter map_bytes when the
+ *                  first rank joined)
+ * @out_ctl_offset: where the ranks' struct coll_map_ctl lines begin
+ * @out_desc_offset: where the struct coll_map_desc begin
+ * @out_data_offset: where the slots begin
+ * @out_offset: the offset to pass to mmap() on this descriptor
+ * @out_bytes: the length to map (MAP_SHARED, readable and writable)
+ *
+ * Makes the communicator's slots at its first call (any member's), then
+ * tells their layout; mmap(NULL, @out_bytes, PROT_READ | PROT_WRITE,
+ * MAP_SHARED, fd, @out_offset) maps them.  mmap fails with EINVAL for
+ * another offset or length, MAP_PRIVATE or PROT_EXEC, and with ENOENT once
+ * the descriptor no longer holds the membership.  The pages stay valid as
+ * long as they are mapped, the communicator's death included.
+ *
+ * Errors: ENOENT unknown handle; EOPNOTSUPP a communicator without mapped
+ * slots (joined without %COLL_COMM_F_MAP, or map_bytes was 0);
+ * ECONNRESET it died; ENOMEM.
+ */
+struct coll_comm_map {
+	__u32 size;
+	__u32 flags;
+	__u32 comm;
+	__u32 out_nslots;
+	__u32 out_slot_bytes;
+	__u32 out_ctl_offset;
+	__u32 out_desc_offset;
+	__u32 out_data_offset;
+	__aligned_u64 out_offset;
+	__aligned_u64 out_bytes;
+};
+
+#define COLL_COMM_MAP _IO(COLL_TYPE, COLL_CMD_COMM_MAP)
+
+/* struct coll_map_wait what */
+enum coll_map_what {
+	COLL_MAP_ARRIVED = 0,	/* the ranks' @arrived reached @seq */
+	COLL_MAP_LEFT,		/* the ranks' @left reached @seq */
+	COLL_MAP_WHAT_MAX,
+};
+
+/**
+ * struct coll_map_wait - COLL_MAP_WAIT: sleep until ranks reach a number
+ * @size: sizeof(struct coll_map_wait)
+ * @flags: must be 0
+ * @comm: communicator handle (one with mapped slots)
+ * @what: enum coll_map_what
+ * @rank: the rank whose line to watch, or %COLL_MAP_ALL for every rank
+ * @timeout_ms: 0 waits forever, else ETIMEDOUT after that long
+ * @seq: the sequence number waited for
+ *
+ * Returns 0 once the watched field of the watched rank (every rank's, for
+ * %COLL_MAP_ALL) is at least @seq, at once if it is already.  Counts
+ * itself in the header's @sleepers while it sleeps.
+ *
+ * Errors: ENOENT, EOPNOTSUPP (no slots made yet), EINVAL (@what, @rank),
+ * ECONNRESET (the communicator died), ETIMEDOUT, EINTR (a fatal signal:
+ * the communicator dies for every member, as in a collective).
+ */
+struct coll_map_wait {
+	__u32 size;
+	__u32 flags;
+	__u32 comm;
+	__u32 what;
+	__u32 rank;
+	__u32 timeout_ms;
+	__aligned_u64 seq;
+};
+
+#define COLL_MAP_WAIT _IO(COLL_TYPE, COLL_CMD_MAP_WAIT)
+
+/**
+ * struct coll_map_wake - COLL_MAP_WAKE: wake the communicator's sleepers
+ * @size: sizeof(struct coll_map_wake)
+ * @flags: must be 0
+ * @comm: communicator handle (one with mapped slots)
+ * @__reserved: must be 0
+ *
+ * Every thread in COLL_MAP_WAIT on the communicator checks again.
+ * Errors: ENOENT, EOPNOTSUPP (no slots made yet).
+ */
+struct coll_map_wake {
+	__u32 size;
+	__u32 flags;
+	__u32 comm;
+	__u32 __reserved;
+};
+
+#define COLL_MAP_WAKE _IO(COLL_TYPE, COLL_CMD_MAP_WAKE)
 
 #endif /* _UAPI_LINUX_COLLECTIVE_H */
