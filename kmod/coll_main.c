@@ -57,10 +57,18 @@ module_param_named(slot_bytes, coll_slot_bytes, uint, 0644);
 MODULE_PARM_DESC(slot_bytes,
 		 "Blocking collectives of one host with COLL_ALGO_AUTO whose data (every rank's input, and a reduction's result) fits in this many bytes go through the communicator's eager slots: no pinning, and a root returns at once (0: never, at once; at most 262144; the slots are sized at a communicator's first such call)");
 
-unsigned int coll_map_bytes = 16 << 10;
+/*
+ * 64 KiB (16 slots: 1 MiB a communicator): measured with bench-eager.sh
+ * at 256 KiB, the mapped slots beat the eager path at every size up to 32
+ * KiB a rank for the copies and ReduceScatter, but an AllReduce or a
+ * Reduce, where every rank (the root) reduces every input itself, stops
+ * paying between 64 KiB (4 ranks of 16 KiB: 1.2-1.5x) and 128 KiB of
+ * inputs (4 of 32 KiB: 0.76-1.06x).
+ */
+unsigned int coll_map_bytes = 64 << 10;
 module_param_named(map_bytes, coll_map_bytes, uint, 0644);
 MODULE_PARM_DESC(map_bytes,
-		 "Bytes of each of the 16 mapped slots of a communicator joined with COLL_COMM_F_MAP (read when its first rank joins; 0: no mapped slots; at most 262144): its blocking collectives whose inputs fit run in user space");
+		 "Bytes of each of the 16 mapped slots of a communicator joined with COLL_COMM_F_MAP, read when its first rank joins (0: no mapped slots; at most 262144): its blocking collectives whose inputs fit run in user space, without a system call");
 
 unsigned int coll_spin_ns = 100000;
 module_param_named(spin_ns, coll_spin_ns, uint, 0644);

@@ -747,11 +747,13 @@ struct coll_map_ctl {
 	__aligned_u64 __pad[6];
 };
 
-/* struct coll_map_desc flags */
+/*
+ * struct coll_map_desc flags.  A group (COLL_MAP_DESC_F_GROUP) says its
+ * number of ops in @count and a digest of them in @redop and @root.
+ */
 #define COLL_MAP_DESC_F_INPLACE	_BITUL(0)	/* an in-place AlltoAll */
 #define COLL_MAP_DESC_F_KERNEL	_BITUL(1)	/* it goes through the kernel */
-#define COLL_MAP_DESC_F_GROUP	_BITUL(2)	/* a group: count ops, root
-						 * a digest of them */
+#define COLL_MAP_DESC_F_GROUP	_BITUL(2)	/* a group */
 
 /**
  * struct coll_map_desc - what a rank called, in a slot
