@@ -587,6 +587,16 @@ int coll_map_ioctl_wake(struct coll_file *cf, struct coll_ucmd *ucmd);
 int coll_map_mmap(struct coll_file *cf, struct vm_area_struct *vma);
 void coll_map_kill(struct coll_comm *comm);
 void coll_map_free(struct coll_comm *comm);
+struct coll_map_op {		/* the collective that waits, for netlink */
+	struct coll_map *map;
+	u64 seq;
+	u32 prim;
+	u64 bytes;
+	u32 narrived;
+	u64 t_wait;		/* ns, CLOCK_MONOTONIC: 0 unknown */
+};
+bool coll_map_op_locked(struct coll_comm *comm, struct coll_map_op *op);
+bool coll_map_missing(const struct coll_map_op *op, u32 rank);
 
 /* coll_group.c: several collectives in one call (COLL_GROUP) */
 int coll_group_submit(struct coll_file *cf, struct coll_ucmd *ucmd);

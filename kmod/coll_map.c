@@ -334,6 +334,76 @@ out_put:
 	return ret;
 }
 
+static struct coll_map_ctl *coll_map_line(struct coll_map *map, u32 r)
+{
+	u64 o = map->ctl_off + (u64)r * COLL_MAP_LINE;
+
+	return page_address(map->pages[o >> PAGE_SHIFT]) + offset_in_page(o);
+}
+
+/**
+ * coll_map_op_locked() - the collective of the mapped slots that waits
+ * @comm: the communicator
+ * @op: filled, if there is one
+ *
+ * The collective furthest on that a rank has arrived at while another has
+ * not: what netlink's op-get shows.  From the mapped pages, so as the
+ * ranks wrote it: a descriptor that does not validate shows as a Barrier.
+ *
+ * Locks: comm->lock.
+ *
+ * Return: true if there is one.
+ */
+bool coll_map_op_locked(struct coll_comm *comm, struct coll_map_op *op)
+{
+	struct coll_map *map = comm->map;
+	const struct coll_map_desc *d = NULL;
+	u64 seq = 0, at, t, o;
+	u32 r, n, first = 0;
+
+	lockdep_assert_held(&comm->lock);
+	if (!map)
+		return false;
+	n = map->nranks;
+	for (r = 0; r < n; r++)
+		seq = max(seq, READ_ONCE(coll_map_line(map, r)->arrived));
+	*op = (struct coll_map_op){ .map = map, .seq = seq };
+	for (r = 0; r < n; r++) {
+		struct coll_map_ctl *c = coll_map_line(map, r);
+
+		at = READ_ONCE(c->arrived);
+		if (at < seq)
+			continue;
+		if (!op->narrived++)
+			first = r;
+		t = READ_ONCE(c->t_wait);
+		if (t && (!op->t_wait || t < op->t_wait))
+			op->t_wait = t;
+	}
+	if (!seq || op->narrived == n)
+		return false;
+	o = map->desc_off + ((seq % COLL_MAP_SLOTS) * n + first) *
+			    sizeof(*d);
+	d = page_address(map->pages[o >> PAGE_SHIFT]) + offset_in_page(o);
+	op->prim = READ_ONCE(d->prim);
+	at = READ_ONCE(d->dtype);
+	if (op->prim >= COLL_PRIM_MAX || at >= COLL_DTYPE_MAX) {
+		op->prim = COLL_BARRIER;
+		return true;
+	}
+	at = min_t(u64, READ_ONCE(d->count), COLL_MAX_BYTES);
+	if (op->prim != COLL_BARRIER)
+		op->bytes = at * coll_dtype_size(READ_ONCE(d->dtype) %
+						 COLL_DTYPE_MAX);
+	return true;
+}
+
+/* Has @rank not arrived at @op's collective yet? */
+bool coll_map_missing(const struct coll_map_op *op, u32 rank)
+{
+	return READ_ONCE(coll_map_line(op->map, rank)->arrived) < op->seq;
+}
+
 /* Have the lines of @rank (or every rank) reached @seq in field @what? */
 static bool coll_map_reached(struct coll_map *map, u32 what, u32 rank,
 			     u64 seq)
@@ -343,10 +413,7 @@ static bool coll_map_reached(struct coll_map *map, u32 what, u32 rank,
 	u64 at;
 
 	for (; r < end; r++) {
-		u64 o = map->ctl_off + (u64)r * COLL_MAP_LINE;
-		struct coll_map_ctl *c = page_address(map->pages[o >>
-								 PAGE_SHIFT]) +
-					 offset_in_page(o);
+		struct coll_map_ctl *c = coll_map_line(map, r);
 
 		at = what == COLL_MAP_ARRIVED ? READ_ONCE(c->arrived) :
 						 READ_ONCE(c->left);

@@ -493,11 +493,57 @@ cancel:
 }
 
 /*
+ * Locks: comm->lock.  The collective of the mapped slots that waits for a
+ * rank (coll_map.c): flagged mapped, its sequence number the slots' own.
+ */
+static int coll_nl_map_fill(struct sk_buff *msg, struct coll_comm *comm,
+			    u32 portid, u32 seq)
+{
+	struct coll_map_op op;
+	struct coll_nl_op_head head;
+	u64 now = ktime_get_ns();
+	u32 r, nmissing = 0;
+	void *hdr;
+
+	lockdep_assert_held(&comm->lock);
+	if (!coll_map_op_locked(comm, &op))
+		return 0;
+	head = (struct coll_nl_op_head){
+		.seq = op.seq,
+		.prim = op.prim,
+		.algo = COLL_ALGO_AUTO,
+		.bytes = op.bytes,
+		.state = COLL_TASK_ARRIVING,
+		.t_first = op.t_wait && op.t_wait <= now ? op.t_wait : now,
+		.arrived = op.narrived,
+	};
+	hdr = coll_nl_op_put(msg, comm, &head, portid, seq);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_flag(msg, COLLECTIVE_A_OP_MAPPED))
+		goto cancel;
+	for (r = 0; r < comm->nranks; r++) {
+		if (!coll_map_missing(&op, r))
+			continue;
+		if (++nmissing > COLL_NL_MISSING_MAX)
+			break;
+		if (nla_put_u32(msg, COLLECTIVE_A_OP_MISSING, r))
+			goto cancel;
+	}
+	genlmsg_end(msg, hdr);
+	return 0;
+cancel:
+	genlmsg_cancel(msg, hdr);
+	return -EMSGSIZE;
+}
+
+/*
  * Every collective of @comm from sequence number *@from on, tasks and
- * eager slots merged in order of sequence number.
+ * eager slots merged in order of sequence number; first, unless *@mapped
+ * says it is done, the one of the mapped slots that waits.
  */
 static int coll_nl_op_comm(struct sk_buff *skb, struct netlink_callback *cb,
-			   struct coll_comm *comm, u64 *from)
+			   struct coll_comm *comm, u64 *from, long *mapped)
 {
 	u32 portid = NETLINK_CB(cb->skb).portid, nlseq = cb->nlh->nlmsg_seq;
 	struct coll_task *task;
@@ -506,6 +552,12 @@ static int coll_nl_op_comm(struct sk_buff *skb, struct netlink_callback *cb,
 	int err = 0;
 
 	spin_lock(&comm->lock);
+	if (!*mapped) {
+		err = coll_nl_map_fill(skb, comm, portid, nlseq);
+		if (err)
+			goto out_unlock;
+		*mapped = 1;
+	}
 	have_op = coll_eager_op_locked(comm, *from, &op);
 	list_for_each_entry(task, &comm->tasks, node) {
 		if (task->seq < *from)
@@ -545,16 +597,18 @@ static int coll_nl_op_get_dumpit(struct sk_buff *skb,
 	struct net *net = sock_net(skb->sk);
 	u32 after = cb->args[0];
 	u64 from = cb->args[1];
+	long mapped = cb->args[2];
 	struct coll_comm *comm;
 	int err = 0;
 
 	while ((comm = coll_comm_next(net, after))) {
 		if ((!only || nla_get_u32(only) == comm->serial) &&
 		    coll_nl_visible(cb->skb, comm))
-			err = coll_nl_op_comm(skb, cb, comm, &from);
+			err = coll_nl_op_comm(skb, cb, comm, &from, &mapped);
 		if (!err) {
 			after = comm->serial;
 			from = 0;
+			mapped = 0;
 		}
 		coll_comm_put(comm);
 		if (err)
@@ -562,6 +616,7 @@ static int coll_nl_op_get_dumpit(struct sk_buff *skb,
 	}
 	cb->args[0] = after;
 	cb->args[1] = from;
+	cb->args[2] = mapped;
 	if (err && !skb->len)
 		return err;
 	return skb->len;

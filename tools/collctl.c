@@ -169,6 +169,17 @@ static void out_str(const char *key, const char *v)
 	}
 }
 
+/* A flag: true or false in JSON; in text "KEY yes" when set, else nothing. */
+static void out_flag(const char *key, bool v)
+{
+	if (json) {
+		json_key(key);
+		fputs(v ? "true" : "false", stdout);
+	} else if (v) {
+		out_str(key, "yes");
+	}
+}
+
 /* Open an object (a line in text, starting with @key if given) or array. */
 static void out_open(const char *key, bool array)
 {
@@ -718,6 +729,7 @@ static int op_msg(struct nlattr **tb, struct nlmsghdr *nlh, void *arg)
 	out_u64("age-ms", get_uint(tb[COLLECTIVE_A_OP_AGE_MS]));
 	out_u64("arrived", get_uint(tb[COLLECTIVE_A_OP_ARRIVED]));
 	out_list_u64("missing", missing, n);
+	out_flag("mapped", tb[COLLECTIVE_A_OP_MAPPED]);
 	out_close(false);
 	return 0;
 }
@@ -1077,9 +1089,11 @@ static int diag_op(struct nlattr **tb, struct nlmsghdr *nlh, void *arg)
 	}
 	if (n)
 		problem(comm, "hung",
-			"%s seq %" PRIu64 " has waited %.1f s for rank%s %s, which %s not called it",
+			"%s seq %" PRIu64 "%s has waited %.1f s for rank%s %s, which %s not called it",
 			name_of(NAMES(prim_names), get_uint(tb[COLLECTIVE_A_OP_PRIM])),
-			get_uint(tb[COLLECTIVE_A_OP_SEQ]), age / 1000.0,
+			get_uint(tb[COLLECTIVE_A_OP_SEQ]),
+			tb[COLLECTIVE_A_OP_MAPPED] ? " of the mapped slots" : "",
+			age / 1000.0,
 			n > 1 ? "s" : "", ranks, n > 1 ? "have" : "has");
 	else if (get_uint(tb[COLLECTIVE_A_OP_STATE]) == 1)
 		problem(comm, "stuck",

@@ -208,23 +208,30 @@ static void map_publish(coll_comm_t *c, struct coll_map *m, int what,
 static int map_wait(coll_comm_t *c, struct coll_map *m, int what,
 		    uint32_t rank, uint64_t seq)
 {
+	__u64 *t_wait = &m->ctl[m->rank].t_wait;
 	struct coll_map_wait w;
-	uint64_t until = 0;
+	uint64_t until = 0, t;
 	int i, ret;
 
 	for (;;) {
 		for (i = 0; i < MAP_SPINS; i++) {
-			if (map_reached(m, what, rank, seq))
-				return 0;
+			if (map_reached(m, what, rank, seq)) {
+				ret = 0;
+				goto out;
+			}
 			ret = map_dead(m);
 			if (ret)
-				return ret;
+				goto out;
 			cpu_relax();
 		}
-		if (!until)
-			until = now_ns() + m->spin_ns;
-		else if (now_ns() >= until)
+		t = now_ns();
+		if (!until) {
+			/* a wait that lasts: say since when, for op-get */
+			__atomic_store_n(t_wait, t, __ATOMIC_RELAXED);
+			until = t + m->spin_ns;
+		} else if (t >= until) {
 			break;
+		}
 		sched_yield();
 	}
 	memset(&w, 0, sizeof(w));
@@ -236,6 +243,9 @@ static int map_wait(coll_comm_t *c, struct coll_map *m, int what,
 	do {
 		ret = map_ioctl(c, COLL_MAP_WAIT, &w);
 	} while (ret == -ETIMEDOUT);
+out:
+	if (until)
+		__atomic_store_n(t_wait, 0, __ATOMIC_RELAXED);
 	return ret;
 }
 

@@ -739,12 +739,16 @@ struct coll_map_hdr {
  * struct coll_map_ctl - one rank's line of the mapped slots
  * @arrived: sequence number of its last collective with its input in
  * @left: sequence number of its last collective it is done with
+ * @t_wait: CLOCK_MONOTONIC ns when it began a wait that outlasted a short
+ *          spin, 0 once that wait ended (what netlink's op-get says of
+ *          a collective's age)
  * @__pad: to %COLL_MAP_LINE bytes
  */
 struct coll_map_ctl {
 	__aligned_u64 arrived;
 	__aligned_u64 left;
-	__aligned_u64 __pad[6];
+	__aligned_u64 t_wait;
+	__aligned_u64 __pad[5];
 };
 
 /*
