@@ -290,6 +290,51 @@ static int call_open(struct ctx *c)
 	return su_fd(c);
 }
 
+/* A communicator joined with COLL_COMM_F_MAP, its slots not made yet. */
+static int su_comm_mapped(struct ctx *c)
+{
+	struct coll_comm_init ci = {
+		.size = sizeof(ci), .flags = COLL_COMM_F_MAP, .nranks = 1,
+		.timeout_ms = JOIN_MS,
+	};
+	int r = su_fd(c);
+
+	if (r)
+		return r;
+	st_random_id(c->id);
+	memcpy(ci.id, c->id, COLL_ID_BYTES);
+	r = st_ioctl(c->fd, COLL_COMM_INIT, &ci);
+	c->comm = ci.out_comm;
+	return r;
+}
+
+static int call_comm_map(struct ctx *c)
+{
+	struct coll_comm_map cm = { .size = sizeof(cm), .comm = c->comm };
+
+	return st_ioctl(c->fd, COLL_COMM_MAP, &cm);
+}
+
+/* The slots are there, mappable, and say what they are. */
+static int check_comm_map(struct ctx *c)
+{
+	struct coll_comm_map cm = { .size = sizeof(cm), .comm = c->comm };
+	struct coll_map_hdr *h;
+	int r;
+
+	r = st_ioctl(c->fd, COLL_COMM_MAP, &cm);
+	if (r)
+		return r;
+	h = mmap(NULL, cm.out_bytes, PROT_READ, MAP_SHARED, c->fd,
+		 (off_t)cm.out_offset);
+	if (h == MAP_FAILED)
+		return -errno;
+	r = h->magic == COLL_MAP_MAGIC && h->nslots == cm.out_nslots ? 0 :
+	    -EPROTO;
+	munmap(h, cm.out_bytes);
+	return r;
+}
+
 static const struct scenario scenarios[] = {
 	{ "open", NULL, call_open, NULL, td, { ENOMEM } },
 	{ "info", su_fd, call_info, NULL, td, { ENOMEM } },
@@ -309,6 +354,8 @@ static const struct scenario scenarios[] = {
 	  { ENOMEM, EFAULT } },
 	{ "group_nofuse", su_comm_bufs, call_group_nofuse, check_allreduce,
 	  td, { ENOMEM, EFAULT } },
+	{ "comm_map", su_comm_mapped, call_comm_map, check_comm_map, td,
+	  { ENOMEM } },
 };
 
 static bool accepted(const struct scenario *s, int r)
@@ -363,6 +410,7 @@ FIXTURE_VARIANT_ADD(walk, wait) { .which = 8 };
 FIXTURE_VARIANT_ADD(walk, test) { .which = 9 };
 FIXTURE_VARIANT_ADD(walk, group) { .which = 10 };
 FIXTURE_VARIANT_ADD(walk, group_nofuse) { .which = 11 };
+FIXTURE_VARIANT_ADD(walk, comm_map) { .which = 12 };
 
 FIXTURE_SETUP(walk)
 {
