@@ -595,6 +595,7 @@ struct coll_map_op {		/* the collective that waits, for netlink */
 	u32 narrived;
 	u64 t_wait;		/* ns, CLOCK_MONOTONIC: 0 unknown */
 };
+
 bool coll_map_op_locked(struct coll_comm *comm, struct coll_map_op *op);
 bool coll_map_missing(const struct coll_map_op *op, u32 rank);
 

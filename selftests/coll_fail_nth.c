@@ -112,6 +112,7 @@ struct scenario {
 	int (*check)(struct ctx *c);	/* after a successful call */
 	void (*teardown)(struct ctx *c);
 	int errs[3];			/* accepted errors */
+	bool order0;			/* single pages fail too (min-order 0) */
 };
 
 static int su_fd(struct ctx *c)
@@ -355,7 +356,7 @@ static const struct scenario scenarios[] = {
 	{ "group_nofuse", su_comm_bufs, call_group_nofuse, check_allreduce,
 	  td, { ENOMEM, EFAULT } },
 	{ "comm_map", su_comm_mapped, call_comm_map, check_comm_map, td,
-	  { ENOMEM } },
+	  { ENOMEM }, true },
 };
 
 static bool accepted(const struct scenario *s, int r)
@@ -388,6 +389,15 @@ static int settle(const struct coll_info *want, struct coll_info *got)
 		st_sleep_ms(10);
 	}
 	return -1;
+}
+
+/* fail_page_alloc's min-order: 1 by default, 0 for single pages. */
+static void fi_min_order(const char *v)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/min-order", fi_dirs[1]);
+	write_file(path, v);
 }
 
 FIXTURE(walk) {
@@ -425,10 +435,14 @@ FIXTURE_SETUP(walk)
 	if (nth_open())
 		SKIP(return, "no /proc/self/task/TID/fail-nth");
 	ASSERT_EQ(0, fi_setup());
+	if (scenarios[variant->which].order0)
+		fi_min_order("0");
 }
 
 FIXTURE_TEARDOWN(walk)
 {
+	if (scenarios[variant->which].order0)
+		fi_min_order("1");
 	if (nth_fd >= 0)
 		close(nth_fd);
 	nth_fd = -1;
