@@ -124,12 +124,17 @@ done
 
 # ---- groups ----------------------------------------------------------------
 # 100 AllReduces of 4 KiB as 100 calls, as one group, as one fused group
-# (COLL_GROUP; tools/bench-group.sh has the sweep).
+# (COLL_GROUP; tools/bench-group.sh has the sweep): the ways of submitting
+# to the module, so with COLL_MAP=0; then the same calls through the
+# mapped slots, as the library makes them by default.
 if [ "${COLL_BENCH_GROUP:-1}" != 0 ] && [ -x "$T/coll_group_perf" ]; then
 	echo "#"
-	echo "# ==== groups: 100 float AllReduces of 4 KiB, $NP ranks"
+	echo "# ==== groups: 100 float AllReduces of 4 KiB, $NP ranks (COLL_MAP=0)"
+	COLL_MAP=0 "$T/collrun" -n "$NP" -t 600 "$T/coll_group_perf" -k 100 \
+		-c 4096 -d float -i 10 -r 5 || fail=1
+	echo "# ==== the same 100 calls through the mapped slots"
 	"$T/collrun" -n "$NP" -t 600 "$T/coll_group_perf" -k 100 -c 4096 \
-		-d float -i 10 -r 5 || fail=1
+		-d float -i 10 -r 5 -F calls || fail=1
 fi
 
 # ---- io_uring ----------------------------------------------------------------
@@ -137,9 +142,12 @@ fi
 # the completion queue (tools/bench-uring.sh has the sweep).
 if [ "${COLL_BENCH_URING:-1}" != 0 ] && [ -x "$T/coll_group_perf" ]; then
 	echo "#"
-	echo "# ==== io_uring: 1000 int32 AllReduces of 8 B, $NP ranks"
+	echo "# ==== io_uring: 1000 int32 AllReduces of 8 B, $NP ranks (COLL_MAP=0)"
+	COLL_MAP=0 "$T/collrun" -n "$NP" -t 600 "$T/coll_group_perf" -k 1000 \
+		-c 8 -d int32 -i 3 -r 5 -F calls,uring -q 8 -s 2 || fail=1
+	echo "# ==== the same 1000 calls through the mapped slots"
 	"$T/collrun" -n "$NP" -t 600 "$T/coll_group_perf" -k 1000 -c 8 \
-		-d int32 -i 3 -r 5 -F calls,uring -q 8 -s 2 || fail=1
+		-d int32 -i 3 -r 5 -F calls || fail=1
 fi
 
 # ---- unload ------------------------------------------------------------------
