@@ -798,7 +798,9 @@ struct coll_map_desc {
  * MAP_SHARED, fd, @out_offset) maps them.  mmap fails with EINVAL for
  * another offset or length, MAP_PRIVATE or PROT_EXEC, and with ENOENT once
  * the descriptor no longer holds the membership.  The pages stay valid as
- * long as they are mapped, the communicator's death included.
+ * long as they are mapped, the communicator's death included; a mapping
+ * holds the descriptor open, so its memberships end at close() only once
+ * it is unmapped too (or the process exits).
  *
  * Errors: ENOENT unknown handle; EOPNOTSUPP a communicator without mapped
  * slots (joined without %COLL_COMM_F_MAP, or map_bytes was 0);
