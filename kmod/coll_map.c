@@ -21,7 +21,8 @@
  *   until the lines it watches reach a number, counted in the header's
  *   sleepers word; whoever publishes a number and then sees that word
  *   non-zero calls COLL_MAP_WAKE (a futex's protocol: the sleeper counts
- *   itself, then checks; the publisher publishes, then looks).
+ *   itself, then checks; the publisher publishes, then looks), which wakes
+ *   only the sleepers whose number has come (coll_map_wake_fn()).
  *
  * Nothing in the mapped pages is trusted: any member may write any of it.
  * The kernel only reads the ranks' lines there (plain loads, compared with
@@ -34,7 +35,8 @@
  * communicator is freed) and orders it against comm->dead: coll_map_kill()
  * runs after the communicator is marked dead and sees any map published
  * before; one published after sees dead and is refused.  map->wq is the
- * sleepers' wait queue.
+ * sleepers' wait queue; its lock is held (interrupts off) while the wake
+ * function reads the lines.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -447,20 +449,76 @@ static int coll_map_lookup(struct coll_file *cf, u32 handle,
 	return 0;
 }
 
+/* A sleeper of COLL_MAP_WAIT on map->wq, with what it waits for. */
+struct coll_map_sleeper {
+	struct wait_queue_entry wq;
+	struct coll_comm *comm;
+	struct coll_map *map;
+	const struct coll_map_wait *arg;
+};
+
+/*
+ * map->wq's wake function: a wake-up (COLL_MAP_WAKE, the death) reaches a
+ * sleeper only once what it waits for is there, so that the publisher of
+ * an unrelated number does not make it run (and, on a shared CPU, take
+ * the CPU from the rank that works).
+ *
+ * Locks: map->wq's lock, interrupts off (reads only).
+ */
+static int coll_map_wake_fn(struct wait_queue_entry *wq, unsigned int mode,
+			    int sync, void *key)
+{
+	struct coll_map_sleeper *s = container_of(wq, struct coll_map_sleeper,
+						  wq);
+
+	if (!coll_map_cond(s->comm, s->map, s->arg))
+		return 0;
+	return autoremove_wake_function(wq, mode, sync, key);
+}
+
+/*
+ * Sleep on @map until coll_map_cond() or @t jiffies: what is left of @t,
+ * 0 on timeout, or -EINTR on a fatal signal.  Counted in the header's
+ * sleepers word from before its last look at the lines (set_current_state()
+ * orders the two against the publisher's store-then-load).
+ */
+static long coll_map_sleep(struct coll_comm *comm, struct coll_map *map,
+			   const struct coll_map_wait *arg, long t)
+{
+	atomic_t *sleepers = (atomic_t *)&map->hdr->sleepers;
+	struct coll_map_sleeper s = {
+		.comm = comm, .map = map, .arg = arg,
+	};
+
+	init_wait_entry(&s.wq, 0);
+	s.wq.func = coll_map_wake_fn;
+	atomic_inc(sleepers);
+	for (;;) {
+		if (prepare_to_wait_event(&map->wq, &s.wq, TASK_KILLABLE)) {
+			t = -EINTR;
+			break;
+		}
+		if (coll_map_cond(comm, map, arg) || !t)
+			break;
+		t = schedule_timeout(t);
+	}
+	finish_wait(&map->wq, &s.wq);
+	atomic_dec(sleepers);
+	return t;
+}
+
 /*
  * COLL_MAP_WAIT.  Sleeps (killable) in chunks of at most COLL_MAP_RECHECK,
- * counted in the header's sleepers word from before its last look at the
- * lines (the wait's own barrier orders the two) until it is awake again.
+ * looking again at the end of each even if nobody woke it.
  */
 int coll_map_ioctl_wait(struct coll_file *cf, struct coll_ucmd *ucmd)
 {
 	struct coll_map_wait *arg = ucmd->cmd;
-	atomic_t *sleepers;
 	struct coll_member *m;
 	struct coll_comm *comm;
 	struct coll_map *map;
 	unsigned long deadline;
-	long left, t;
+	long t;
 	int ret;
 
 	if (arg->flags)
@@ -478,7 +536,6 @@ int coll_map_ioctl_wait(struct coll_file *cf, struct coll_ucmd *ucmd)
 	trace_coll_map(comm, m->rank, COLL_TRACE_MAP_WAIT, arg->rank,
 		       arg->seq);
 	deadline = jiffies + msecs_to_jiffies(arg->timeout_ms);
-	sleepers = (atomic_t *)&map->hdr->sleepers;
 	while (!coll_map_cond(comm, map, arg)) {
 		t = COLL_MAP_RECHECK;
 		if (arg->timeout_ms) {
@@ -488,14 +545,7 @@ int coll_map_ioctl_wait(struct coll_file *cf, struct coll_ucmd *ucmd)
 			}
 			t = min_t(long, t, deadline - jiffies);
 		}
-		atomic_inc(sleepers);
-		/* counted, then looked: pairs with the publisher's barrier */
-		smp_mb__after_atomic();
-		left = wait_event_killable_timeout(map->wq,
-						   coll_map_cond(comm, map,
-								 arg), t);
-		atomic_dec(sleepers);
-		if (left < 0) {
+		if (coll_map_sleep(comm, map, arg, t) < 0) {
 			ret = -EINTR;
 			break;
 		}
