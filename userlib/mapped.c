@@ -183,9 +183,37 @@ static int map_reached(const struct coll_map *m, int what, uint32_t rank,
 }
 
 /*
- * Publish @seq in this rank's @what, then wake the sleepers if there are:
- * the store and the load are sequentially consistent, against the
- * sleeper's count-then-check in the module.
+ * Is a rank asleep in COLL_MAP_WAIT for what is there now?  From the
+ * sleepers' lines (struct coll_map_ctl sleep_*), checked before use.
+ */
+static int map_sleeper_due(const struct coll_map *m)
+{
+	uint32_t r, what, rank;
+	uint64_t seq;
+
+	for (r = 0; r < m->nranks; r++) {
+		if (r == m->rank)
+			continue;
+		seq = __atomic_load_n(&m->ctl[r].sleep_seq, __ATOMIC_SEQ_CST);
+		if (!seq)
+			continue;
+		what = __atomic_load_n(&m->ctl[r].sleep_what, __ATOMIC_RELAXED);
+		rank = __atomic_load_n(&m->ctl[r].sleep_rank, __ATOMIC_RELAXED);
+		if (what >= COLL_MAP_WHAT_MAX ||
+		    (rank != COLL_MAP_ALL && rank >= m->nranks))
+			return 1;	/* not a line of ours: wake, to be safe */
+		if (map_reached(m, (int)what, rank, seq))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Publish @seq in this rank's @what, then wake the sleepers if one of
+ * them waits for what is there now.  Every store and load here is
+ * sequentially consistent: against the sleeper's count-then-check in the
+ * module, and between two ranks publishing at once, the later of whose
+ * looks sees both numbers.
  */
 static void map_publish(coll_comm_t *c, struct coll_map *m, int what,
 			uint64_t seq)
@@ -193,7 +221,8 @@ static void map_publish(coll_comm_t *c, struct coll_map *m, int what,
 	struct coll_map_wake w;
 
 	__atomic_store_n(map_field(m, m->rank, what), seq, __ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&m->hdr->sleepers, __ATOMIC_SEQ_CST))
+	if (!__atomic_load_n(&m->hdr->sleepers, __ATOMIC_SEQ_CST) ||
+	    !map_sleeper_due(m))
 		return;
 	memset(&w, 0, sizeof(w));
 	w.size = sizeof(w);
@@ -209,6 +238,7 @@ static int map_wait(coll_comm_t *c, struct coll_map *m, int what,
 		    uint32_t rank, uint64_t seq)
 {
 	__u64 *t_wait = &m->ctl[m->rank].t_wait;
+	struct coll_map_ctl *l;
 	struct coll_map_wait w;
 	uint64_t until = 0, t;
 	int i, ret;
@@ -240,9 +270,16 @@ static int map_wait(coll_comm_t *c, struct coll_map *m, int what,
 	w.what = (uint32_t)what;
 	w.rank = rank;
 	w.seq = seq;
+	/* what it sleeps for, for the publishers; then the module counts it */
+	l = &m->ctl[m->rank];
+	__atomic_store_n(&l->sleep_what, (uint32_t)what, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->sleep_rank, rank, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->sleep_seq, seq, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	do {
 		ret = map_ioctl(c, COLL_MAP_WAIT, &w);
 	} while (ret == -ETIMEDOUT);
+	__atomic_store_n(&l->sleep_seq, 0, __ATOMIC_RELAXED);
 out:
 	if (until)
 		__atomic_store_n(t_wait, 0, __ATOMIC_RELAXED);

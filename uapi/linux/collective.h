@@ -742,13 +742,22 @@ struct coll_map_hdr {
  * @t_wait: CLOCK_MONOTONIC ns when it began a wait that outlasted a short
  *          spin, 0 once that wait ended (what netlink's op-get says of
  *          a collective's age)
+ * @sleep_seq: while it sleeps in COLL_MAP_WAIT, the number it waits for
+ *             (written, with @sleep_what and @sleep_rank, before the call;
+ *             0 after), so that a publisher calls COLL_MAP_WAKE only when
+ *             its number may be the one a sleeper waits for
+ * @sleep_what: that wait's enum coll_map_what
+ * @sleep_rank: that wait's rank, or %COLL_MAP_ALL
  * @__pad: to %COLL_MAP_LINE bytes
  */
 struct coll_map_ctl {
 	__aligned_u64 arrived;
 	__aligned_u64 left;
 	__aligned_u64 t_wait;
-	__aligned_u64 __pad[5];
+	__aligned_u64 sleep_seq;
+	__u32 sleep_what;
+	__u32 sleep_rank;
+	__aligned_u64 __pad[3];
 };
 
 /*
