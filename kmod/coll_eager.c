@@ -217,7 +217,7 @@ static void coll_eager_reduce(struct coll_eslot *s,
 	}
 	fn = coll_reduce_get(d->dtype, d->redop, &fpu);
 	if (fpu)
-		kernel_fpu_begin();
+		coll_fpu_begin();
 	fn(res, s->data, s->data + sh->stride, elems);
 	for (j = 2; j < n; j++)
 		fn(res, res, s->data + j * sh->stride, elems);

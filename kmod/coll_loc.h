@@ -961,6 +961,7 @@ static inline bool coll_dtype_is_float(u32 dtype)
 
 coll_reduce_fn coll_reduce_get(u32 dtype, u32 redop, bool *fpu);
 void coll_reduce_select(void);
+void coll_fpu_begin(void);
 void coll_reduce_div(u32 dtype, void *dst, size_t n, u32 div);
 
 /* coll_reduce_fp.c (built with the FPU enabled: call inside kernel_fpu_*) */

@@ -15,6 +15,7 @@
 #include <linux/types.h>
 #include <asm/cpufeature.h>
 #include <asm/fpu/api.h>
+#include <asm/fpu/types.h>
 
 #include "coll_loc.h"
 
@@ -77,6 +78,30 @@ static void (*const coll_int_div[COLL_FP16])(void *, size_t, u32) = {
 	[COLL_UINT64] = coll_div_u64,
 };
 
+/* MXCSR's sticky status flag "precision" (inexact result). */
+#define COLL_MXCSR_PE 0x0020
+
+/**
+ * coll_fpu_begin() - kernel_fpu_begin() for the floating-point kernels
+ *
+ * kernel_fpu_begin() loads MXCSR_DEFAULT: every exception masked, rounding
+ * to nearest even, no status flag set.  This also sets the inexact flag, a
+ * sticky status bit: on hardware it changes nothing (exceptions stay masked,
+ * results are the same to the bit).  An emulator may not agree: QEMU's TCG
+ * hands a float operation to the host's FPU only once the guest's inexact
+ * flag is set, and computes it in software until then, about twice as slow
+ * (RIG-NOTES, "Floating point under TCG").  A user-space reduction runs with
+ * the flag its process set long ago; a kernel section starts clean, and a
+ * sum that is exact never sets it.  End with kernel_fpu_end().
+ */
+void coll_fpu_begin(void)
+{
+	u32 mxcsr = MXCSR_DEFAULT | COLL_MXCSR_PE;
+
+	kernel_fpu_begin();
+	asm volatile("ldmxcsr %0" : : "m" (mxcsr));
+}
+
 /* Faster kernels found by coll_reduce_select(); written once at load. */
 static coll_reduce_fn coll_reduce_fast[COLL_DTYPE_MAX][COLL_REDOP_MAX];
 
@@ -90,7 +115,7 @@ static u64 coll_reduce_time(coll_reduce_fn fn, void *d, const void *a,
 	u64 t0;
 	int i;
 
-	kernel_fpu_begin();
+	coll_fpu_begin();
 	t0 = ktime_get_ns();
 	for (i = 0; i < COLL_BENCH_REPS; i++)
 		fn(d, a, b, COLL_BENCH_ELEMS);
@@ -163,7 +188,7 @@ void coll_reduce_select(void)
  * @dtype: enum coll_dtype, validated by the caller
  * @redop: enum coll_redop, validated by the caller; AVG gives the sum
  * @fpu: set if the kernel uses FPU or vector registers, and so must run
- *       between kernel_fpu_begin() and kernel_fpu_end()
+ *       between coll_fpu_begin() and kernel_fpu_end()
  *
  * Return: the function.
  */

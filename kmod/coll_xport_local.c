@@ -4,7 +4,7 @@
  * this host, by a single copy (no staging).  A chunk is walked in windows
  * that lie within one page of every buffer involved, each mapped with
  * kmap_local_page(); an element that straddles a page boundary in some
- * buffer goes through the stack.  Reductions run inside kernel_fpu_begin()
+ * buffer goes through the stack.  Reductions run inside coll_fpu_begin()
  * and kernel_fpu_end() per window when the kernel needs the FPU.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -238,7 +238,7 @@ static void coll_xport_local_chunk(struct coll_task *task,
 		}
 		len -= len % es;
 		if (r.fpu)
-			kernel_fpu_begin();
+			coll_fpu_begin();
 		if (len)
 			coll_range_window(&r, done, len);
 		else
