@@ -107,18 +107,23 @@ static void coll_swap_bytes(u8 *a, u8 *b, unsigned int len)
 	}
 }
 
+/* Sources of a chunk resolved once, before its windows (the rest each time). */
+#define COLL_RANGE_SRCS 8
+
 /* One chunk being run: its step, instance and the element it starts at. */
 struct coll_range {
 	const struct coll_task *task;
 	const struct coll_chunk *ch;
 	const void *const *remote;
 	struct coll_cur dst;
+	struct coll_cur src[COLL_RANGE_SRCS];
+	u32 nsrc;		/* of them resolved */
 	coll_reduce_fn fn;
 	bool fpu;
 	bool avg;
 };
 
-static struct coll_cur coll_range_src(const struct coll_range *r, u32 j)
+static struct coll_cur coll_range_resolve(const struct coll_range *r, u32 j)
 {
 	struct coll_place p;
 
@@ -126,6 +131,11 @@ static struct coll_cur coll_range_src(const struct coll_range *r, u32 j)
 		return (struct coll_cur){ .lin = (u8 *)r->remote[j] };
 	coll_step_src(r->task->sched, r->ch->step, r->ch->a, r->ch->b, j, &p);
 	return coll_cur_of(r->task, &p, r->ch->elem);
+}
+
+static struct coll_cur coll_range_src(const struct coll_range *r, u32 j)
+{
+	return j < r->nsrc ? r->src[j] : coll_range_resolve(r, j);
 }
 
 /* One element that straddles a page in some buffer, through the stack. */
@@ -217,6 +227,9 @@ static void coll_xport_local_chunk(struct coll_task *task,
 
 	coll_step_inst(task->sched, st, ch->a, ch->b, &p);
 	r.dst = coll_cur_of(task, &p, ch->elem);
+	for (j = 0; j < min_t(u32, st->nsrc, COLL_RANGE_SRCS); j++)
+		r.src[j] = coll_range_resolve(&r, j);
+	r.nsrc = j;
 	s = coll_range_src(&r, 0);
 	if (st->kind == COLL_STEP_COPY && !s.lin && s.ob == r.dst.ob &&
 	    s.pos == r.dst.pos)
