@@ -124,6 +124,12 @@ check "compare-hosts.sh: -r must name an input" rc_is 2 ./compare-hosts.sh -p al
 ./memcpy_bw -r 3 4M > "$T/mem" 2>&1
 check "memcpy_bw: both lines" sh -c "grep -q '^# memcpy single-thread 4MiB: [0-9.]* GB/s\$' $T/mem && grep -q '^memcpy_bw bytes=4194304 reps=3 median_GBps=[0-9.]* ' $T/mem"
 check "memcpy_bw: bad size exits 2" rc_is 2 ./memcpy_bw 12Q
+for d in float int32; do
+	./memcpy_bw -d $d -r 3 4M > "$T/red" 2>&1
+	check "memcpy_bw -d $d: both lines, the sums checked" sh -c "grep -q '^# reduce $d sum single-thread 4MiB: [0-9.]* GB/s\$' $T/red && grep -q '^reduce_bw dtype=$d bytes=4194304 reps=3 median_GBps=[0-9.]* ' $T/red"
+done
+check "memcpy_bw: -d of an unknown type exits 2" rc_is 2 ./memcpy_bw -d int8 4M
+check "memcpy_bw: -d with a size not a multiple of 32 exits 2" rc_is 2 ./memcpy_bw -d float 100
 
 # ------------------------------------------------------------ collctl, no module
 check "collctl: -h exits 0" rc_is 0 ./collctl -h
