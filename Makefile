@@ -92,7 +92,7 @@ guest-build: $(BUILD)/.deps-ok
 	@$(MAKE) --no-print-directory KDIR=/lib/modules/$(GUEST_KVER)/build all
 
 run: guest-build
-	selftests/rig/vm.sh --name bench --mem 4G --timeout 2700 -- tools/bench-guest.sh
+	selftests/rig/vm.sh --name bench --mem 4G --timeout 5400 -- tools/bench-guest.sh
 	@if ls userlib/torch/torch_collective/_C*.so >/dev/null 2>&1; then \
 		tools/bench-torch.sh; else echo "run: no torch backend built: bench-torch skipped"; fi
 

@@ -19,6 +19,8 @@
 #   COLL_BENCH_MPI     0 to skip mpi_perf (both MPIs)
 #   COLL_BENCH_GROUP   0 to skip the groups' figure (coll_group_perf)
 #   COLL_BENCH_URING   0 to skip the io_uring figure (coll_group_perf)
+#   COLL_BENCH_LARGE   0 to skip the large messages (bench-large.sh)
+#   COLL_BENCH_LARGE_REPS  its rounds (default 5)
 #   COLL_BENCH_MPI_TIMEOUT  seconds per MPI run (default 600)
 #   COLL_INSMOD_ARGS   module parameters for insmod
 #   COLL_DEVICE        device node (default /dev/collective)
@@ -152,5 +154,18 @@ fi
 
 # ---- unload ------------------------------------------------------------------
 rmmod $MOD || fail=1
+
+# ---- large messages ----------------------------------------------------------
+# Every primitive from 1 MiB up (AllReduce to 64 MiB, float and int32) with 2
+# and 4 ranks, against both MPIs and beside the bound memory traffic and
+# reduction speed set on this guest: tools/bench-large.sh, which loads the
+# module itself.
+if [ "${COLL_BENCH_LARGE:-1}" != 0 ] && [ -x "$T/bench-large.sh" ]; then
+	echo "#"
+	echo "# ==== large messages: 2 and 4 ranks, against the faster MPI and the bounds"
+	REPS=${COLL_BENCH_LARGE_REPS:-5} MPI=${COLL_BENCH_MPI:-1} \
+		"$T/bench-large.sh" > "$OUT/large.txt" 2>&1 || fail=1
+	cat "$OUT/large.txt"
+fi
 echo "# raw outputs in $OUT"
 exit $fail
