@@ -165,6 +165,7 @@ struct coll_file {
 	struct list_head ucmds;		/* io_uring commands in flight */
 	u32 nucmds;			/* their number, reserved included (read unlocked too) */
 	struct coll_regcache rc;	/* pinned buffers kept (coll_regcache.c) */
+	struct coll_obuf *gstage;	/* a fused group's buffer kept (coll_group.c; xchg) */
 };
 
 void coll_file_release(struct kref *kref);
@@ -601,6 +602,7 @@ bool coll_map_missing(const struct coll_map_op *op, u32 rank);
 
 /* coll_group.c: several collectives in one call (COLL_GROUP) */
 int coll_group_submit(struct coll_file *cf, struct coll_ucmd *ucmd);
+void coll_group_stage_keep(struct coll_file *cf, struct coll_obuf *ob);
 
 /* What a primitive is (inline: the eager path's) */
 static inline bool coll_prim_reduces(u32 prim)
@@ -904,6 +906,7 @@ struct coll_obuf {
 	u64 len;
 	bool writable;
 	bool kernel;			/* kernel pages (a snapshot), not pinned */
+	bool stage;			/* a fused group's: kept by its descriptor */
 	struct mm_struct *mm;		/* mmgrab'ed: pinned_vm is charged there */
 	struct coll_reg *reg;		/* cached: released through the cache */
 };

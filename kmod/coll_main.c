@@ -149,6 +149,7 @@ void coll_file_release(struct kref *kref)
 	struct coll_file *cf = container_of(kref, struct coll_file, kref);
 
 	coll_regcache_destroy(&cf->rc);
+	coll_obuf_release(cf->gstage);
 	xa_destroy(&cf->members);
 	xa_destroy(&cf->reqs);
 	mutex_destroy(&cf->lock);

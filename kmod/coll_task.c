@@ -29,11 +29,17 @@ struct coll_sub *coll_sub_alloc(void)
 	return sub;
 }
 
-/* Give back one buffer, to the registration cache if it came from there. */
-static void coll_sub_put_obuf(struct coll_obuf *ob, bool keep)
+/*
+ * Give back one buffer: to the registration cache if it came from there,
+ * to the descriptor if it is a fused group's and the collective ended well.
+ */
+static void coll_sub_put_obuf(struct coll_sub *sub, struct coll_obuf *ob,
+			      bool keep)
 {
 	if (ob && ob->reg)
 		coll_regcache_unuse(ob->reg, keep);
+	else if (ob && ob->stage && keep && sub->cf)
+		coll_group_stage_keep(sub->cf, ob);
 	else
 		coll_obuf_release(ob);
 }
@@ -159,7 +165,7 @@ int coll_sub_pin(struct coll_sub *sub, struct coll_file *cf,
 	return 0;
 
 err_release:
-	coll_sub_put_obuf(sub->ob[0], false);
+	coll_sub_put_obuf(sub, sub->ob[0], false);
 	sub->ob[0] = NULL;
 	return ret;
 }
@@ -176,8 +182,8 @@ err_release:
 void coll_sub_unpin(struct coll_sub *sub, bool keep)
 {
 	if (sub->ob[1] != sub->ob[0])
-		coll_sub_put_obuf(sub->ob[1], keep);
-	coll_sub_put_obuf(sub->ob[0], keep);
+		coll_sub_put_obuf(sub, sub->ob[1], keep);
+	coll_sub_put_obuf(sub, sub->ob[0], keep);
 	sub->ob[0] = NULL;
 	sub->ob[1] = NULL;
 }
