@@ -29,27 +29,18 @@ args=(-n 100 -w 20 -T 200)
 one() {
 	local p=$1 b=$2 n=$3 form=$4
 	local -a cmd
-	# shellcheck disable=SC2054 # "self,vader" is one argument
 	case $form in
 	map) cmd=(tools/collrun -n "$n" -t 300 tools/coll_perf) ;;
 	eager|task) cmd=(env COLL_MAP=0 tools/collrun -n "$n" -t 300
 			 tools/coll_perf) ;;
-	ompi) cmd=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-		   timeout -k 10 300 mpirun.openmpi --oversubscribe
-		   --mca btl self,vader --mca pml ob1 -np "$n" tools/mpi_perf) ;;
-	mpich) cmd=(timeout -k 10 300 mpirun.mpich -np "$n"
-		    tools/mpi_perf.mpich) ;;
+	*) mpi_cmd "$form" "$n" 300 && cmd=("${MPI_CMD[@]}") ;;
 	esac
 	echo "## $p $b $n $form" >> "$out"
 	"${cmd[@]}" -p "$p" -b "$b" -e "$b" "${args[@]}" 2>&1 |
 		grep -v '^#' >> "$out"
 }
 
-forms="${FORMS:-map eager task}"
-command -v mpirun.openmpi > /dev/null && [ -x tools/mpi_perf ] &&
-	forms="$forms ompi"
-command -v mpirun.mpich > /dev/null && [ -x tools/mpi_perf.mpich ] &&
-	forms="$forms mpich"
+forms="${FORMS:-map eager task} $(mpi_forms)"
 for _ in $(seq "${REPS:-3}"); do
 	for n in ${RANKS:-2 4}; do
 		for p in $prims; do

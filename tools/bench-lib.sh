@@ -27,3 +27,31 @@ group_perf() {
 	shift
 	tools/collrun -n "$n" -t 600 tools/coll_group_perf "$@"
 }
+
+# mpi_forms: the MPIs here to run mpi_perf through: "ompi", "mpich", both
+# or none (the launcher installed and the program built).
+mpi_forms() {
+	local f=
+	command -v mpirun.openmpi > /dev/null && [ -x tools/mpi_perf ] &&
+		f="$f ompi"
+	command -v mpirun.mpich > /dev/null && [ -x tools/mpi_perf.mpich ] &&
+		f="$f mpich"
+	echo "$f"
+}
+
+# mpi_cmd FORM NP SECS: in the array MPI_CMD, mpi_perf on NP ranks through
+# Open MPI (ompi: shared memory, btl vader) or MPICH (mpich), killed after
+# SECS; returns 1 for another FORM.
+# shellcheck disable=SC2034 # MPI_CMD is the caller's
+mpi_cmd() {
+	# shellcheck disable=SC2054 # "self,vader" is one argument
+	case $1 in
+	ompi) MPI_CMD=(env OMPI_ALLOW_RUN_AS_ROOT=1
+		       OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+		       timeout -k 10 "$3" mpirun.openmpi --oversubscribe
+		       --mca btl self,vader --mca pml ob1 -np "$2" tools/mpi_perf) ;;
+	mpich) MPI_CMD=(timeout -k 10 "$3" mpirun.mpich -np "$2"
+			tools/mpi_perf.mpich) ;;
+	*) return 1 ;;
+	esac
+}

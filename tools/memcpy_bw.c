@@ -103,31 +103,22 @@ typedef float vf32 __attribute__((vector_size(32)));
 typedef int32_t vi32 __attribute__((vector_size(32)));
 
 /* d = a + b over n bytes (a multiple of 32), 32 bytes at a time. */
-__attribute__((target_clones("avx2", "default")))
-static void sum_f32(void *d, const void *a, const void *b, size_t n)
-{
-	for (size_t i = 0; i < n; i += 32) {
-		vf32 u, v;
-
-		memcpy(&u, (const char *)a + i, 32);
-		memcpy(&v, (const char *)b + i, 32);
-		u += v;
-		memcpy((char *)d + i, &u, 32);
-	}
+#define SUM_FN(name, vec)						\
+__attribute__((target_clones("avx2", "default")))			\
+static void name(void *d, const void *a, const void *b, size_t n)	\
+{									\
+	for (size_t i = 0; i < n; i += 32) {				\
+		vec u, v;						\
+									\
+		memcpy(&u, (const char *)a + i, 32);			\
+		memcpy(&v, (const char *)b + i, 32);			\
+		u += v;							\
+		memcpy((char *)d + i, &u, 32);				\
+	}								\
 }
 
-__attribute__((target_clones("avx2", "default")))
-static void sum_i32(void *d, const void *a, const void *b, size_t n)
-{
-	for (size_t i = 0; i < n; i += 32) {
-		vi32 u, v;
-
-		memcpy(&u, (const char *)a + i, 32);
-		memcpy(&v, (const char *)b + i, 32);
-		u += v;
-		memcpy((char *)d + i, &u, 32);
-	}
-}
+SUM_FN(sum_f32, vf32)
+SUM_FN(sum_i32, vi32)
 
 static void set_inexact(void)
 {
