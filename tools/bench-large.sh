@@ -46,14 +46,9 @@ echo "# guest CPUs: $(nproc)"
 one() {
 	local p=$1 d=$2 b=$3 n=$4 form=$5
 	local -a cmd
-	# shellcheck disable=SC2054 # "self,vader" is one argument
 	case $form in
 	ours) cmd=(tools/collrun -n "$n" -t 900 tools/coll_perf) ;;
-	ompi) cmd=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-		   timeout -k 10 900 mpirun.openmpi --oversubscribe
-		   --mca btl self,vader --mca pml ob1 -np "$n" tools/mpi_perf) ;;
-	mpich) cmd=(timeout -k 10 900 mpirun.mpich -np "$n"
-		    tools/mpi_perf.mpich) ;;
+	*) mpi_cmd "$form" "$n" 900 && cmd=("${MPI_CMD[@]}") ;;
 	esac
 	echo "## $p $d $n $form" >> "$out"
 	ip=0
@@ -68,12 +63,7 @@ one() {
 }
 
 forms=ours
-if [ "${MPI:-1}" != 0 ]; then
-	command -v mpirun.openmpi > /dev/null && [ -x tools/mpi_perf ] &&
-		forms="$forms ompi"
-	command -v mpirun.mpich > /dev/null && [ -x tools/mpi_perf.mpich ] &&
-		forms="$forms mpich"
-fi
+[ "${MPI:-1}" != 0 ] && forms="$forms $(mpi_forms)"
 for r in $(seq "${REPS:-5}"); do
 	for n in ${RANKS:-2 4}; do
 		for c in $cases; do
