@@ -27,6 +27,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd -P)
 root=$(cd "$here/.." && pwd -P)
 PEER_MS=4000
+PHASE_S=300	# a phase takes 10-60 s; a hung one is shown, then killed
 
 # The number of queue pairs the guest's RDMA devices have.
 nqp() {
@@ -63,9 +64,17 @@ guest_main() {
 	for ph in ${SECURITY_PHASES:-unauth tag fake-tcp fake-rdma}; do
 		if [ "$role" = attacker ] || [ "$ph" != unauth ]; then
 			t=$SECONDS
-			timeout 900 "$bin" --role "$role" --phase "$ph" \
+			coll_bounded "$PHASE_S" "$bin" --role "$role" --phase "$ph" \
 				--victim "$victim" --attacker "$attacker" \
-				--peer-timeout-ms "$PEER_MS" >"$run/$ph-$i.tap" 2>&1 || rc=1
+				--peer-timeout-ms "$PEER_MS" >"$run/$ph-$i.tap" 2>&1
+			case $? in
+			0) ;;
+			124)
+				echo "@tap@ not ok - $ph (guest $i): still running after $PHASE_S s (stacks below)"
+				rc=1
+				;;
+			*) rc=1 ;;
+			esac
 			sed -n -e 's/^\(\(not \)\?ok\) [0-9]* /@tap@ \1 - /p' \
 				-e 's/^# /@tap@ # /p' "$run/$ph-$i.tap"
 			echo "# $ph: $((SECONDS - t)) s"

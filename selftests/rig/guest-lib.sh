@@ -225,3 +225,50 @@ coll_rexec_up() {
 coll_dmesg_splats() {
 	dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|general protection fault|UBSAN:|KASAN:'
 }
+
+# coll_bounded SECS CMD...: run CMD; if it is still running after SECS,
+# print where each of its threads waits (kernel stack, wchan) and, in a
+# guest, the kernel's blocked tasks (sysrq w) on stderr, then SIGKILL it.
+# Returns CMD's status, or 124 when it had to be killed (not waited for
+# when it survives SIGKILL, stuck in the kernel).  For test steps
+# whose hang would otherwise only show as the guest's own timeout, with no
+# trace.
+_coll_alive() {	# _coll_alive PID: running (not gone, not a zombie)?
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "${st%% *}" != Z ]
+}
+
+coll_bounded() {
+	local secs=$1 pid t task
+	shift
+	"$@" &
+	pid=$!
+	for ((t = 0; t < secs * 5; t++)); do
+		_coll_alive "$pid" || break
+		sleep 0.2
+	done
+	if _coll_alive "$pid"; then
+		echo "# coll_bounded: '$*' still running after $secs s (pid $pid)" >&2
+		for task in /proc/"$pid"/task/*; do
+			echo "# thread ${task##*/} ($(cat "$task/comm" 2>/dev/null)) wchan $(cat "$task/wchan" 2>/dev/null):" >&2
+			sed 's/^/#   /' "$task/stack" >&2 2>/dev/null
+		done
+		if coll_in_guest; then
+			echo w >/proc/sysrq-trigger 2>/dev/null
+			sleep 1
+			dmesg | tail -n 200 | sed 's/^/# dmesg| /' >&2
+		fi
+		kill -9 "$pid" 2>/dev/null
+		for ((t = 0; t < 50; t++)); do
+			_coll_alive "$pid" || break
+			sleep 0.2
+		done
+		# Stuck in the kernel: do not wait for it (that would hang too).
+		_coll_alive "$pid" &&
+			echo "# coll_bounded: pid $pid survives SIGKILL" >&2 ||
+			wait "$pid" 2>/dev/null
+		return 124
+	fi
+	wait "$pid"
+}
