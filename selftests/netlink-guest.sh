@@ -315,15 +315,17 @@ max_threads() {
 		if (!seen[k "," pid]++) n[k]++ }
 	     END { m = 0; for (k in n) if (n[k] > m) m = n[k]; print m }' $TR/trace
 }
-# 1 MiB AllReduces (2 MiB moved, below 16 MiB): long enough that the rank
-# that arrived first is awake before the other has claimed every chunk
+# 4 MiB AllReduces (8 MiB moved, below 16 MiB) in 16 KiB chunks: long
+# enough (tens of ms under TCG) that the rank that arrived first is awake
+# and claiming chunks before the other has claimed them all, even when
+# both ranks share one vCPU and the waker runs out its time slice first.
 # (64 KiB ones could end within the 0.1-0.2 ms a sleeping vCPU takes to
-# wake under TCG).
+# wake; 1 MiB ones, 5 of them, all ran on one thread once in CI.)
 solo_run() {	# solo_run SOLO_BYTES: the most threads one collective used
-	$C tune set solo-bytes "$1" exec-chunk-bytes 4096
+	$C tune set solo-bytes "$1" exec-chunk-bytes 16384
 	: > $TR/trace
 	echo 1 > $TR/events/collective/coll_chunk/enable
-	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 1048576 -n 5 > "$T/solo.log" 2>&1
+	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 4194304 -n 10 > "$T/solo.log" 2>&1
 	echo 0 > $TR/events/collective/coll_chunk/enable
 	max_threads
 }
@@ -331,8 +333,8 @@ solo_on=$(solo_run 16777216)
 solo_off=$(solo_run 0)
 $C tune set solo-bytes 32768 exec-chunk-bytes 65536
 [ "$solo_on" = 1 ] && [ "$solo_off" = 2 ] &&
-	ok "solo-bytes: 1 MiB AllReduces run by one thread at 16 MiB, by both ranks at 0" ||
-	not_ok "solo-bytes: 1 MiB AllReduces run by one thread at 16 MiB, by both ranks at 0" \
+	ok "solo-bytes: 4 MiB AllReduces run by one thread at 16 MiB, by both ranks at 0" ||
+	not_ok "solo-bytes: 4 MiB AllReduces run by one thread at 16 MiB, by both ranks at 0" \
 		"threads: $solo_on and $solo_off"
 
 # ---- exec-chunk-bytes: the number of chunks ----------------------------------
