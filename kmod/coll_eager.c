@@ -263,31 +263,6 @@ static int coll_eager_copy_out(const struct coll_eslot *s,
 	return copy_to_user(dst, src, sh->recv) ? -EFAULT : 0;
 }
 
-#define COLL_EAGER_PROBE_PAGES	16
-
-/*
- * May @len bytes at user address @addr be written?  Checked before the
- * collective, as a pin would check them, so that a bad receive buffer fails
- * the call with nothing done: by the lockless page-table walk when its
- * pages are there and writable (no mmap_lock), else by faulting them in.
- */
-static int coll_eager_writable(u64 addr, u64 len)
-{
-	unsigned long start = addr & PAGE_MASK;
-	struct page *pages[COLL_EAGER_PROBE_PAGES];
-	u64 n = (PAGE_ALIGN(addr + len) - start) >> PAGE_SHIFT;
-	int got = 0, i;
-
-	if (n <= COLL_EAGER_PROBE_PAGES)
-		got = get_user_pages_fast_only(start, n, FOLL_WRITE, pages);
-	for (i = 0; i < got; i++)
-		put_page(pages[i]);
-	if (got == n)
-		return 0;
-	return fault_in_safe_writeable(u64_to_user_ptr(addr), len) ?
-	       -EFAULT : 0;
-}
-
 static void coll_eager_kick(struct coll_comm *comm);
 
 /*
@@ -810,7 +785,7 @@ int coll_eager_submit(struct coll_file *cf, struct coll_member *m,
 	if (!e || sh.total > e->slot_bytes)
 		return -EAGAIN;
 	/* As a pin would: a receive buffer that cannot be written fails now. */
-	if (sh.recv && coll_eager_writable(arg->recvbuf, sh.recv))
+	if (sh.recv && coll_user_writable(arg->recvbuf, sh.recv))
 		return -EFAULT;
 	need = coll_eager_need(&d, rank);
 	root = coll_eager_one_src(d.prim) && rank == d.root;

@@ -237,9 +237,9 @@ static int coll_group_stage(struct coll_gcall *g, struct coll_gpart *part,
 		if (op->sendbuf != op->recvbuf &&
 		    coll_ranges_overlap(op->sendbuf, bytes, op->recvbuf, bytes))
 			return -EINVAL;
-		if (fault_in_safe_writeable(u64_to_user_ptr(op->recvbuf),
-					    bytes))
-			return -EFAULT;
+		ret = coll_user_writable(op->recvbuf, bytes);
+		if (ret)
+			return ret;
 		ret = coll_obuf_copy_user(ob, g->off[i], op->sendbuf, bytes,
 					  false);
 		if (ret)

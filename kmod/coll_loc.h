@@ -921,6 +921,7 @@ int coll_obuf_pin(u64 uaddr, u64 len, bool writable, struct coll_obuf **out);
 int coll_obuf_snapshot(const struct coll_obuf *src, u64 pos, u64 len,
 		       struct coll_obuf **out);
 int coll_obuf_alloc_kernel(u64 len, struct coll_obuf **out);
+int coll_user_writable(u64 addr, u64 len);
 int coll_obuf_copy_user(const struct coll_obuf *ob, u64 pos, u64 uaddr,
 			u64 len, bool to_user);
 void coll_obuf_release(struct coll_obuf *ob);

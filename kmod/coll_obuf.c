@@ -20,6 +20,7 @@
 #include <linux/capability.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -246,6 +247,40 @@ err_free_leaves:
 err_free_ob:
 	coll_kvfree(ob, sizeof(*ob));
 	return -ENOMEM;
+}
+
+#define COLL_PROBE_PAGES	16
+
+/**
+ * coll_user_writable() - may the caller write these bytes?
+ * @addr: user address, in the current process
+ * @len: bytes; @addr + @len does not wrap
+ *
+ * Checked before a collective that will copy into user memory (the eager
+ * slots, a fused group), as a pin would check it, so that a bad receive
+ * buffer fails the call with nothing done: by the lockless page-table walk
+ * (get_user_pages_fast_only(), no mmap_lock, no fault) when the pages are
+ * there and writable, else by faulting them in for writing.
+ *
+ * Return: 0 or -EFAULT.
+ */
+int coll_user_writable(u64 addr, u64 len)
+{
+	unsigned long start = addr & PAGE_MASK;
+	struct page *pages[COLL_PROBE_PAGES];
+	u64 n = (PAGE_ALIGN(addr + len) - start) >> PAGE_SHIFT;
+	int got = 0, i;
+
+	if (!len)
+		return 0;
+	if (n <= COLL_PROBE_PAGES)
+		got = get_user_pages_fast_only(start, n, FOLL_WRITE, pages);
+	for (i = 0; i < got; i++)
+		put_page(pages[i]);
+	if (got == n)
+		return 0;
+	return fault_in_safe_writeable(u64_to_user_ptr(addr), len) ?
+	       -EFAULT : 0;
 }
 
 /**
