@@ -57,33 +57,6 @@ comm_serial() {
 	$C -j comm show > "$T/comms.json" && coll_pyj "$T/comms.json" 'd[-1]["comm"]'
 }
 
-# bounded SECS CMD...: run CMD; if it is still running after SECS, say where
-# its processes sleep (to stderr and the kernel log) and leave it, so that
-# a hang names itself instead of eating the guest's timeout.
-bounded() {
-	local secs=$1 pid i=0 p
-	shift
-	"$@" &
-	pid=$!
-	while kill -0 "$pid" 2> /dev/null; do
-		if [ $i -ge $((secs * 10)) ]; then
-			{
-				echo "# hang after ${secs} s: $*"
-				for p in $pid $(pgrep -f "$LOAD"); do
-					echo "# pid $p ($(cat /proc/$p/comm 2> /dev/null)):"
-					sed 's/^/#   /' /proc/$p/stack 2> /dev/null
-				done
-			} | tee "$T/hang.txt" >&2
-			echo w > /proc/sysrq-trigger
-			kill -9 $pid $(pgrep -f "$LOAD") 2> /dev/null
-			return 124
-		fi
-		sleep 0.1
-		i=$((i + 1))
-	done
-	wait "$pid"
-}
-
 # Two ranks as root in the background: bg_load NAME LOAD-ARGS...; rank 0
 # creates $T/NAME.ready once their collectives are done.
 bg_load() {
@@ -325,7 +298,7 @@ solo_run() {	# solo_run SOLO_BYTES: the most threads one collective used
 	$C tune set solo-bytes "$1" exec-chunk-bytes 16384
 	: > $TR/trace
 	echo 1 > $TR/events/collective/coll_chunk/enable
-	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 4194304 -n 10 > "$T/solo.log" 2>&1
+	coll_bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 4194304 -n 10 > "$T/solo.log" 2>&1
 	echo 0 > $TR/events/collective/coll_chunk/enable
 	max_threads
 }
@@ -342,7 +315,7 @@ chunks() {	# chunks EXEC_CHUNK_BYTES: coll_chunk events of one 64 KiB AllReduce
 	$C tune set exec-chunk-bytes "$1"
 	: > $TR/trace
 	echo 1 > $TR/events/collective/coll_chunk/enable
-	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 65536 -n 1 > "$T/chunk.log" 2>&1
+	coll_bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 65536 -n 1 > "$T/chunk.log" 2>&1
 	echo 0 > $TR/events/collective/coll_chunk/enable
 	grep -c "coll_chunk:" $TR/trace
 }
@@ -360,7 +333,7 @@ rounds() {	# rounds RING_CHUNK_BYTES: rounds of one 1 MiB ring AllReduce
 	$C tune set allreduce.algo ring ring-chunk-bytes "$1"
 	: > $TR/trace
 	echo 1 > $TR/events/collective/coll_op_start/enable
-	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 1048576 -n 1 > "$T/rcb.log" 2>&1 ||
+	coll_bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 1048576 -n 1 > "$T/rcb.log" 2>&1 ||
 		diag < "$T/rcb.log" >&2
 	echo 0 > $TR/events/collective/coll_op_start/enable
 	sed -n 's/.*coll_op_start: .* allreduce algo=1 rounds=\([0-9]*\) .*/\1/p' $TR/trace | head -1
@@ -376,7 +349,7 @@ $C tune set allreduce.algo auto ring-chunk-bytes "$rcb"
 pc=$(tune_get plan-cache)
 plans() {	# plans PLAN_CACHE: plans held after 5 shapes, communicator alive
 	$C tune set plan-cache "$1"
-	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 65536 -n 10 -s 5 -i > "$T/pc.log" 2>&1 ||
+	coll_bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 65536 -n 10 -s 5 -i > "$T/pc.log" 2>&1 ||
 		diag < "$T/pc.log" >&2
 	sed -n 's/^plans=//p' "$T/pc.log" | sort -u | tr '\n' ' '
 }
@@ -393,7 +366,7 @@ $C tune set plan-cache "$pc"
 mr=$(tune_get max-requests)
 queue() {	# queue MAX_REQUESTS: the lines of 3 non-blocking AllReduces, twice
 	$C tune set max-requests "$1"
-	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -n 0 -q 3 > "$T/mr.log" 2>&1 ||
+	coll_bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -n 0 -q 3 > "$T/mr.log" 2>&1 ||
 		diag < "$T/mr.log" >&2
 	grep '^accepted=' "$T/mr.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';'
 }
@@ -408,7 +381,7 @@ $C tune set max-requests "$mr"
 mc=$(tune_get max-comms)
 more() {	# more MAX_COMMS EXTRA: what joining EXTRA more communicators gave
 	$C tune set max-comms "$1"
-	bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -n 1 -c "$2" > "$T/mc.log" 2>&1 ||
+	coll_bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -n 1 -c "$2" > "$T/mc.log" 2>&1 ||
 		diag < "$T/mc.log" >&2
 	grep '^comms=' "$T/mc.log" | sort -u | tr '\n' ';'
 }

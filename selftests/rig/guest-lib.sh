@@ -226,49 +226,66 @@ coll_dmesg_splats() {
 	dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|general protection fault|UBSAN:|KASAN:'
 }
 
-# coll_bounded SECS CMD...: run CMD; if it is still running after SECS,
-# print where each of its threads waits (kernel stack, wchan) and, in a
-# guest, the kernel's blocked tasks (sysrq w) on stderr, then SIGKILL it.
-# Returns CMD's status, or 124 when it had to be killed (not waited for
-# when it survives SIGKILL, stuck in the kernel).  For test steps
-# whose hang would otherwise only show as the guest's own timeout, with no
-# trace.
 _coll_alive() {	# _coll_alive PID: running (not gone, not a zombie)?
 	local st
 	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
 	[ -n "$st" ] && [ "${st%% *}" != Z ]
 }
 
+# _coll_gone PID TICKS: wait up to TICKS x 0.2 s for PID to end; 0 if it did.
+_coll_gone() {
+	local t
+	for ((t = 0; t < $2; t++)); do
+		_coll_alive "$1" || return 0
+		sleep 0.2
+	done
+	! _coll_alive "$1"
+}
+
+_coll_tree() {	# _coll_tree PID: PID and its descendants, parents first
+	local c
+	echo "$1"
+	for c in $(pgrep -P "$1"); do
+		_coll_tree "$c"
+	done
+}
+
+# coll_bounded SECS CMD...: run CMD; if it is still running after SECS,
+# print where each thread of it and of its descendants (a launcher's ranks)
+# waits (wchan, kernel stack) and, in a guest, the kernel's blocked tasks
+# (sysrq w) and the kernel log's tail on stderr, then SIGKILL them all.
+# Returns CMD's status, or 124 when it had to be killed (not waited for
+# when it survives SIGKILL, stuck in the kernel).  For test steps whose
+# hang would otherwise only show as the guest's own timeout, with no trace.
 coll_bounded() {
-	local secs=$1 pid t task
+	local secs=$1 pid p task tree
 	shift
 	"$@" &
 	pid=$!
-	for ((t = 0; t < secs * 5; t++)); do
-		_coll_alive "$pid" || break
-		sleep 0.2
-	done
-	if _coll_alive "$pid"; then
-		echo "# coll_bounded: '$*' still running after $secs s (pid $pid)" >&2
-		for task in /proc/"$pid"/task/*; do
-			echo "# thread ${task##*/} ($(cat "$task/comm" 2>/dev/null)) wchan $(cat "$task/wchan" 2>/dev/null):" >&2
+	if _coll_gone "$pid" $((secs * 5)); then
+		wait "$pid"
+		return
+	fi
+	tree=$(_coll_tree "$pid")
+	echo "# coll_bounded: '$*' still running after $secs s (pid $pid)" >&2
+	for p in $tree; do
+		for task in /proc/"$p"/task/*; do
+			echo "# pid $p thread ${task##*/} ($(cat "$task/comm" 2>/dev/null)) wchan $(cat "$task/wchan" 2>/dev/null):" >&2
 			sed 's/^/#   /' "$task/stack" >&2 2>/dev/null
 		done
-		if coll_in_guest; then
-			echo w >/proc/sysrq-trigger 2>/dev/null
-			sleep 1
-			dmesg | tail -n 200 | sed 's/^/# dmesg| /' >&2
-		fi
-		kill -9 "$pid" 2>/dev/null
-		for ((t = 0; t < 50; t++)); do
-			_coll_alive "$pid" || break
-			sleep 0.2
-		done
-		# Stuck in the kernel: do not wait for it (that would hang too).
-		_coll_alive "$pid" &&
-			echo "# coll_bounded: pid $pid survives SIGKILL" >&2 ||
-			wait "$pid" 2>/dev/null
-		return 124
+	done
+	if coll_in_guest; then
+		echo w >/proc/sysrq-trigger 2>/dev/null
+		sleep 1
+		dmesg | tail -n 200 | sed 's/^/# dmesg| /' >&2
 	fi
-	wait "$pid"
+	# shellcheck disable=SC2086 # one pid a word
+	kill -9 $tree 2>/dev/null
+	# Stuck in the kernel: do not wait for it (that would hang too).
+	if _coll_gone "$pid" 50; then
+		wait "$pid" 2>/dev/null
+	else
+		echo "# coll_bounded: pid $pid survives SIGKILL" >&2
+	fi
+	return 124
 }
