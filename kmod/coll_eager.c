@@ -785,7 +785,7 @@ int coll_eager_submit(struct coll_file *cf, struct coll_member *m,
 	if (!e || sh.total > e->slot_bytes)
 		return -EAGAIN;
 	/* As a pin would: a receive buffer that cannot be written fails now. */
-	if (sh.recv && coll_user_writable(arg->recvbuf, sh.recv))
+	if (coll_user_writable(arg->recvbuf, sh.recv))
 		return -EFAULT;
 	need = coll_eager_need(&d, rank);
 	root = coll_eager_one_src(d.prim) && rank == d.root;
