@@ -404,7 +404,10 @@ $C tune set join-timeout-ms 30000
 	{ not_ok "join-timeout-ms 300: a lone rank gives up" "rc $jrc after $ms ms"; diag < "$T/jt.log"; }
 
 # ---- a rank withholding its call on a communicator with mapped slots -------
-env -u COLL_MAP "${NOBODY[@]}" "$RUN" -n 2 -t 120 "$LOAD" -w 1:6 -H 1 -r "$T/mwh.ready" > "$T/mwh.log" 2>&1 &
+# Rank 1 withholds its call for 12 s, as in the first such test above:
+# op show, the YNL CLI (a Python start: seconds under TCG) and diag -t 1000
+# must all run inside it (6 s once ran out before diag looked).
+env -u COLL_MAP "${NOBODY[@]}" "$RUN" -n 2 -t 120 "$LOAD" -w 1:12 -H 1 -r "$T/mwh.ready" > "$T/mwh.log" 2>&1 &
 mwh=$!
 i=0
 until [ -n "$("${NOBODY[@]}" $C -j op show 2>/dev/null | $PY -c 'import json,sys; print(json.load(sys.stdin) or "")')" ] || [ $i -ge 100 ]; do
