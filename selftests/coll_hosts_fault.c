@@ -557,6 +557,12 @@ static void report_rank(const struct shm *sh, const struct st_ranks *rk,
 		tap(false, "rank %d: gets ECONNRESET within %d ms of the fault # no error %d ms after it armed (%s)",
 		    rank, o.bound_ms, o.give_up_ms,
 		    st_status_str(rk, l, st, sizeof(st)));
+	} else if (is_victim() && !__atomic_load_n(&sh->t_fault,
+						    __ATOMIC_ACQUIRE)) {
+		/* not the fault's doing: there was none (yet) */
+		tap(false, "rank %d: gets ECONNRESET within %d ms of the fault # %s in collective %d, %.0f ms after it started, with no fault injected",
+		    rank, o.bound_ms, st_errname(r->err), r->iter,
+		    (r->t_err - r->t_start) / 1e6);
 	} else {
 		bool exact, ok;
 		int64_t tf = fault_time(sh, r, &exact);
