@@ -43,7 +43,7 @@ MODULE_PARM_DESC(exec_chunk_bytes,
 unsigned int coll_solo_bytes = 32 << 10;
 module_param_named(solo_bytes, coll_solo_bytes, uint, 0644);
 MODULE_PARM_DESC(solo_bytes,
-		 "Collectives moving at most this much (count * size * nranks) are run by one thread, without waking the others in between");
+		 "Collectives moving at most this much (every rank's larger buffer, summed over the ranks) are run by one thread, without waking the others in between");
 
 /*
  * 64 KiB (16 slots: 1 MiB a communicator): measured with bench-eager.sh,

@@ -32,6 +32,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/overflow.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
@@ -649,6 +650,37 @@ static int coll_run_snapshot(struct coll_task *task)
 	return 0;
 }
 
+/*
+ * What a collective moves, as solo_bytes counts it: each rank's larger
+ * buffer, summed over the ranks.  count x element size x nranks for an
+ * AllReduce, a Reduce or a Broadcast; nranks times that for a
+ * ReduceScatter, an AllGather or an AlltoAll, whose every rank reads or
+ * writes nranks blocks; a Scatter's or a Gather's root holds nranks
+ * blocks, every other rank one.  Saturates rather than wraps.
+ */
+static u64 coll_run_moved(const struct coll_desc *d, u32 esize, u32 nranks)
+{
+	u64 per = nranks, bytes;
+
+	switch (d->prim) {
+	case COLL_REDUCESCATTER:
+	case COLL_ALLGATHER:
+	case COLL_ALLTOALL:
+		per *= nranks;
+		break;
+	case COLL_SCATTER:
+	case COLL_GATHER:
+		per = 2 * per - 1;
+		break;
+	case COLL_BARRIER:
+		return 0;
+	}
+	if (check_mul_overflow((u64)d->count, (u64)esize, &bytes) ||
+	    check_mul_overflow(bytes, per, &bytes))
+		return U64_MAX;
+	return bytes;
+}
+
 /* Agreement, algorithm, plan and counters, before anyone runs. */
 static int coll_run_prepare(struct coll_task *task)
 {
@@ -704,7 +736,8 @@ static int coll_run_prepare(struct coll_task *task)
 		if (task->sched->nrounds)
 			atomic_set(&task->round_left,
 				   coll_sched_round_end(task->sched, 0));
-		task->solo = task->bytes * task->nranks <=
+		task->solo = coll_run_moved(&task->desc, task->esize,
+					    task->nranks) <=
 			     coll_tune_get(task->comm, COLL_TUNE_SOLO_BYTES);
 	}
 	return 0;
