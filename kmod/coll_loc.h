@@ -59,6 +59,10 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/stat.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -615,6 +619,19 @@ static inline bool coll_prim_rooted(u32 prim)
 {
 	return prim == COLL_REDUCE || prim == COLL_BROADCAST ||
 	       prim == COLL_SCATTER || prim == COLL_GATHER;
+}
+
+/*
+ * May a waiting thread go on polling until @until (local_clock())?  As
+ * KVM's halt polling: only while no other task wants this CPU, and (if
+ * @killable) while it has no fatal signal.  The task path's waits and
+ * COLL_WAIT use it; the eager path's waits yield instead (coll_eager.c).
+ */
+static inline bool coll_may_poll(u64 until, bool killable)
+{
+	return local_clock() < until && !need_resched() &&
+	       single_task_running() &&
+	       !(killable && fatal_signal_pending(current));
 }
 
 /* coll_run.c: the one state machine, and cooperative execution */

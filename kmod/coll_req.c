@@ -25,10 +25,8 @@
 
 #include <linux/jiffies.h>
 #include <linux/poll.h>
-#include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
-#include <linux/sched/stat.h>
 #include <linux/slab.h>
 
 #include "coll_loc.h"
@@ -94,23 +92,6 @@ static void coll_req_unlist(struct coll_file *cf, unsigned long handle,
 	coll_req_put(req);
 }
 
-/*
- * Poll @req for up to the module's spin_ns while nothing else wants this
- * CPU.  Return: whether it is done.
- */
-static bool coll_req_poll(const struct coll_req *req)
-{
-	u64 until = local_clock() + coll_tune_get(NULL, COLL_TUNE_SPIN_NS);
-
-	while (!coll_req_done(req)) {
-		if (local_clock() >= until || need_resched() ||
-		    !single_task_running() || fatal_signal_pending(current))
-			return false;
-		cpu_relax();
-	}
-	return true;
-}
-
 /**
  * coll_req_wait() - COLL_WAIT and COLL_TEST
  * @cf: the caller's descriptor
@@ -122,6 +103,7 @@ static bool coll_req_poll(const struct coll_req *req)
 int coll_req_wait(struct coll_file *cf, struct coll_wait *arg, bool test)
 {
 	struct coll_req *req;
+	u64 until;
 	long left;
 	int ret;
 
@@ -143,7 +125,10 @@ int coll_req_wait(struct coll_file *cf, struct coll_wait *arg, bool test)
 			ret = -EAGAIN;
 			goto out_put;
 		}
-	} else if (!coll_req_poll(req)) {
+	} else {
+		until = local_clock() + coll_tune_get(NULL, COLL_TUNE_SPIN_NS);
+		while (!coll_req_done(req) && coll_may_poll(until, true))
+			cpu_relax();
 		left = wait_event_killable_timeout(cf->wq, coll_req_done(req),
 						   arg->timeout_ms ?
 						   msecs_to_jiffies(arg->timeout_ms) :

@@ -401,14 +401,8 @@ static int coll_exec_sleep(struct coll_task *task, bool killable,
 
 	coll_exec_busy_poll(task, killable, cond, round);
 	until = local_clock() + coll_tune_get(task->comm, COLL_TUNE_SPIN_NS);
-
-	/* As KVM's halt polling: only while no one else wants this CPU. */
-	while (!cond(task, round) && local_clock() < until) {
-		if (need_resched() || !single_task_running() ||
-		    (killable && fatal_signal_pending(current)))
-			break;
+	while (!cond(task, round) && coll_may_poll(until, killable))
 		cpu_relax();
-	}
 	if (killable)
 		return wait_event_killable(task->wq, cond(task, round));
 	wait_event_idle(task->wq, cond(task, round));
@@ -650,33 +644,30 @@ static int coll_run_snapshot(struct coll_task *task)
 	return 0;
 }
 
+/* Elements of @rank's larger buffer (coll_sched_buf_elems()). */
+static u64 coll_run_larger(const struct coll_desc *d, u32 nranks, u32 rank)
+{
+	return max(coll_sched_buf_elems(d->prim, nranks, d->root, rank,
+					COLL_SBUF_SEND, d->count),
+		   coll_sched_buf_elems(d->prim, nranks, d->root, rank,
+					COLL_SBUF_RECV, d->count));
+}
+
 /*
  * What a collective moves, as solo_bytes counts it: each rank's larger
- * buffer, summed over the ranks.  count x element size x nranks for an
- * AllReduce, a Reduce or a Broadcast; nranks times that for a
- * ReduceScatter, an AllGather or an AlltoAll, whose every rank reads or
- * writes nranks blocks; a Scatter's or a Gather's root holds nranks
- * blocks, every other rank one.  Saturates rather than wraps.
+ * buffer, summed over the ranks (every rank but a root has the same
+ * buffers).  Saturates rather than wraps.
  */
 static u64 coll_run_moved(const struct coll_desc *d, u32 esize, u32 nranks)
 {
-	u64 per = nranks, bytes;
+	u64 others, bytes;
 
-	switch (d->prim) {
-	case COLL_REDUCESCATTER:
-	case COLL_ALLGATHER:
-	case COLL_ALLTOALL:
-		per *= nranks;
-		break;
-	case COLL_SCATTER:
-	case COLL_GATHER:
-		per = 2 * per - 1;
-		break;
-	case COLL_BARRIER:
-		return 0;
-	}
-	if (check_mul_overflow((u64)d->count, (u64)esize, &bytes) ||
-	    check_mul_overflow(bytes, per, &bytes))
+	if (check_mul_overflow(coll_run_larger(d, nranks, (d->root + 1) %
+						nranks),
+			       (u64)(nranks - 1), &others) ||
+	    check_add_overflow(others, coll_run_larger(d, nranks, d->root),
+			       &bytes) ||
+	    check_mul_overflow(bytes, (u64)esize, &bytes))
 		return U64_MAX;
 	return bytes;
 }
