@@ -165,7 +165,11 @@ cp "$RIG_DIR/guest-lib.sh" "$rundir/guest-lib.sh"
 # guest calibrates it against the emulated PIT, which a busy host (another
 # guest booting) fools: seen at 852 MHz for 2596, the guest's clock, timers
 # and timeouts then running three times too fast.
-cmdline="console=ttyS0 loglevel=4 panic=-1 oops=panic tsc=reliable"
+# softlockup_panic: a CPU stuck in the kernel is a splat (rc 99) anyway; as
+# a panic the guest stops at once, and panic's console_verbose() prints the
+# stuck CPU's stack, which loglevel=4 would hide (once a netlink boot sat
+# 10 minutes in a soft lockup with no stack to show for it).
+cmdline="console=ttyS0 loglevel=4 panic=-1 oops=panic softlockup_panic=1 tsc=reliable"
 tsc_khz=$(rig_tsc_khz)
 [ -n "$tsc_khz" ] && cmdline+=" tsc_early_khz=$tsc_khz"
 cmdline+=" coll.root=$root coll.run=$rundir coll.name=$name"
