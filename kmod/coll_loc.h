@@ -985,6 +985,12 @@ void coll_reduce_select(void);
 void coll_fpu_begin(void);
 void coll_reduce_div(u32 dtype, void *dst, size_t n, u32 div);
 
+/* coll_copy.c: the local transport's copy kernel (copy_kernel) */
+#define COLL_COPY_MEMCPY	0
+#define COLL_COPY_WORDS		1
+void coll_copy_select(void);
+void coll_copy(void *dst, const void *src, size_t len);
+
 /* coll_reduce_fp.c (built with the FPU enabled: call inside kernel_fpu_*) */
 coll_reduce_fn coll_reduce_fp_get(u32 dtype, u32 redop);
 void coll_reduce_fp_div(u32 dtype, void *dst, size_t n, u32 div);

@@ -356,6 +356,7 @@ static int __init coll_init(void)
 	int ret;
 
 	coll_reduce_select();
+	coll_copy_select();
 	coll_comm_init_registry();
 	coll_wq = alloc_workqueue("collective", WQ_UNBOUND, 0);
 	if (!coll_wq)

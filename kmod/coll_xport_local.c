@@ -185,7 +185,7 @@ static void coll_range_window(const struct coll_range *r, u64 done,
 	a = coll_cur_map(&s, done);
 	switch (st->kind) {
 	case COLL_STEP_COPY:
-		memcpy(d, a, len);
+		coll_copy(d, a, len);
 		coll_cur_unmap(&s, a);
 		break;
 	case COLL_STEP_SWAP:

@@ -597,6 +597,25 @@ HTEST(comms_capped_per_process, 120)
 	st_param_set("max_comms", old);
 }
 
+/*
+ * copy_kernel (the local transport's copy, chosen at load) takes 0 or 1:
+ * anything else is refused with EINVAL and changes nothing.
+ */
+HTEST(copy_kernel_param_checked, 30)
+{
+	long old = st_param_get("copy_kernel");
+
+	NEED_DEVICE();
+	ASSERT_TRUE(old == 0 || old == 1) TH_LOG("copy_kernel %ld", old);
+	EXPECT_EQ(-EINVAL, st_param_set("copy_kernel", 2));
+	EXPECT_EQ(-EINVAL, st_param_set("copy_kernel", -1));
+	EXPECT_EQ(old, st_param_get("copy_kernel"));
+	EXPECT_EQ(0, st_param_set("copy_kernel", !old));
+	EXPECT_EQ(!old, st_param_get("copy_kernel"));
+	ASSERT_EQ(0, st_param_set("copy_kernel", old));
+	EXPECT_EQ(old, st_param_get("copy_kernel"));
+}
+
 /* ---- arguments that cannot be written back ----------------------------------------- */
 
 HTEST(unwritable_info, 120)
