@@ -4,10 +4,11 @@
  * of unrolled 8-byte loads and stores, chosen at load by measurement.
  *
  * On hardware the kernel's memcpy() is the right copy (rep movsb where the
- * CPU has ERMS or FSRM).  Where the CPU hides those, x86's memcpy() falls
- * back to a loop of 32 bytes a turn; under an emulator (QEMU's TCG, whose
- * cost is per guest instruction and per loop turn) a loop of 64 bytes a
- * turn copies a page 1.3x faster, and 16 MiB copies between 2 or 4 ranks
+ * CPU has ERMS or FSRM).  Where the CPU hides those, x86's memcpy() is rep
+ * movsq (REP_GOOD: a guest profile shows memcpy itself and clear_page_rep),
+ * which an emulator (QEMU's TCG, whose cost is per guest instruction and
+ * per loop turn) runs one 8-byte move a turn; a loop of 64 bytes a turn
+ * copies a page 1.3x faster there, and 16 MiB copies between 2 or 4 ranks
  * ran 1.1-1.8x faster with it (README, "Large messages").  So the
  * module times both on a page at load and takes the loop only when it is
  * clearly faster: the kernel's own copy wins unless measurement says
