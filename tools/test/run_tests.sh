@@ -126,7 +126,7 @@ check "memcpy_bw: both lines" sh -c "grep -q '^# memcpy single-thread 4MiB: [0-9
 check "memcpy_bw: bad size exits 2" rc_is 2 ./memcpy_bw 12Q
 for d in float int32; do
 	./memcpy_bw -d $d -r 3 4M > "$T/red" 2>&1
-	check "memcpy_bw -d $d: both lines, the sums checked" sh -c "grep -q '^# reduce $d sum single-thread 4MiB: [0-9.]* GB/s\$' $T/red && grep -q '^reduce_bw dtype=$d bytes=4194304 reps=3 median_GBps=[0-9.]* ' $T/red"
+	check "memcpy_bw -d $d: both lines, the sums checked" sh -c "grep -q '^# reduce $d sum single-thread 4MiB: [0-9.]* GB/s\( (default [0-9.]*, avx2 [0-9.]*)\)\?\$' $T/red && grep -q '^reduce_bw dtype=$d bytes=4194304 reps=3 median_GBps=[0-9.]* .* vec=\(default\|avx2\)\$' $T/red"
 done
 check "memcpy_bw: -d of an unknown type exits 2" rc_is 2 ./memcpy_bw -d int8 4M
 check "memcpy_bw: -d with a size not a multiple of 32 exits 2" rc_is 2 ./memcpy_bw -d float 100
