@@ -5,26 +5,20 @@
  * type, coll_calc_t the type computed in, COLL_LD() and COLL_ST() converting
  * between them (rounding to nearest even).  Where coll_vec_t is defined (a
  * GCC vector of COLL_VEC_LANES elements), sums and products run on whole
- * vectors: loaded and stored unaligned, and since the destination may
- * coincide only exactly with the first source, each vector is read before it
- * is written.  With COLL_TMPL_SUM_PROD_ONLY only those two are made.
+ * vectors, four a turn (COLL_VEC_LOOP4(), coll_reduce_vec.h).  With
+ * COLL_TMPL_SUM_PROD_ONLY only those two are made.
  */
+
+#include "coll_reduce_vec.h"
 
 #define COLL_ADD(u, v) ((u) + (v))
 #define COLL_MUL(u, v) ((u) * (v))
 
 #ifdef coll_vec_t
-#define COLL_VEC_LOOP(OP)						\
-	for (; i + COLL_VEC_LANES <= n; i += COLL_VEC_LANES) {		\
-		coll_vec_t u, v;					\
-									\
-		memcpy(&u, x + i, sizeof(u));				\
-		memcpy(&v, y + i, sizeof(v));				\
-		u = OP(u, v);						\
-		memcpy(d + i, &u, sizeof(u));				\
-	}
+#define coll_vt coll_vec_t
+#define COLL_VEC_LOOP() COLL_VEC_LOOP4()
 #else
-#define COLL_VEC_LOOP(OP)
+#define COLL_VEC_LOOP()
 #endif
 static void COLL_FN(sum)(void *dst, const void *a, const void *b, size_t n)
 {
@@ -32,7 +26,9 @@ static void COLL_FN(sum)(void *dst, const void *a, const void *b, size_t n)
 	const coll_elem_t *x = a, *y = b;
 	size_t i = 0;
 
-	COLL_VEC_LOOP(COLL_ADD)
+#define COLL_VOP COLL_ADD
+	COLL_VEC_LOOP();
+#undef COLL_VOP
 	for (; i < n; i++)
 		d[i] = COLL_ST(COLL_LD(x[i]) + COLL_LD(y[i]));
 }
@@ -43,7 +39,9 @@ static void COLL_FN(prod)(void *dst, const void *a, const void *b, size_t n)
 	const coll_elem_t *x = a, *y = b;
 	size_t i = 0;
 
-	COLL_VEC_LOOP(COLL_MUL)
+#define COLL_VOP COLL_MUL
+	COLL_VEC_LOOP();
+#undef COLL_VOP
 	for (; i < n; i++)
 		d[i] = COLL_ST(COLL_LD(x[i]) * COLL_LD(y[i]));
 }
@@ -87,6 +85,7 @@ static void COLL_FN(div)(void *dst, size_t n, u32 div)
 #endif /* COLL_TMPL_SUM_PROD_ONLY */
 
 #undef COLL_VEC_LOOP
+#undef coll_vt
 #undef COLL_ADD
 #undef COLL_MUL
 
