@@ -42,6 +42,11 @@ int coll_map_agree_group(coll_comm_t *c, const struct coll_op *ops,
 typedef void (*coll_red_fn)(void *dst, const void *a, const void *b,
 			    size_t n);
 coll_red_fn coll_red_get(int dtype, int redop);
+/* The baseline's (avx2 0) or AVX2's (1, where the CPU has it) kernel. */
+coll_red_fn coll_red_get_vec(int dtype, int redop, int avx2);
+int coll_red_have_avx2(void);
+/* Whether coll_red_get() gives dtype's AVX2 kernels (chosen at first use). */
+int coll_red_uses_avx2(int dtype);
 void coll_red_div(int dtype, void *dst, size_t n, uint32_t q);
 
 #endif

@@ -129,6 +129,9 @@ int coll_map_setup(coll_comm_t *c)
 	m->rank = (uint32_t)c->rank;
 	m->spin_ns = m->hdr->spin_ns;
 	pthread_mutex_init(&m->lock, NULL);
+	/* The reduction kernels' choice (a few ms under an emulator): here,
+	 * in the join, rather than in the first small collective. */
+	coll_red_uses_avx2(COLL_FP32);
 	c->map = m;
 	return 0;
 }

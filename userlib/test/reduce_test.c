@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * reduce_test: the mapped path's reductions (reduce.c, built in here) bit
- * for bit against a reference written the plain way: every type, every op
+ * for bit against a reference written the plain way, the baseline's and
+ * (where the CPU has it) AVX2's kernels both, and the choice between them
+ * that coll_red_get() makes: every type, every op
  * and the AVG division, lengths around the vectors' width, buffers at
  * every misalignment from 0 to 7 bytes, the destination apart and equal
  * to the first source; fp16 conversions against the compiler's _Float16
@@ -12,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "libcollective_int.h"
 
@@ -222,10 +226,11 @@ static void fill(int dt, unsigned char *p, size_t n)
 	}
 }
 
-static void test_reductions(void)
+static void test_reductions(int vec)
 {
 	static const size_t lens[] = { 0, 1, 3, 4, 7, 8, 15, 16, 17, 31, 32,
-				       33, 63, 65, 1001 };
+				       33, 63, 65, 127, 128, 129, 255, 257,
+				       1001 };
 	unsigned char *a = malloc(8 * 1024 + 16), *b = malloc(8 * 1024 + 16);
 	unsigned char *d = malloc(8 * 1024 + 16), *e = malloc(8 * 1024 + 16);
 	char what[128];
@@ -236,6 +241,8 @@ static void test_reductions(void)
 		size_t es = coll_dtype_size(dt);
 
 		for (op = 0; op < COLL_REDOP_MAX; op++) {
+			coll_red_fn fn = coll_red_get_vec(dt, op, vec);
+
 			bad = 0;
 			for (li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
 				for (off = 0; off < 8; off++) {
@@ -254,14 +261,13 @@ static void test_reductions(void)
 							ref_div(dt, e + i * es,
 								3);
 					if (alias) {
-						coll_red_get(dt, op)(x, x, y, n);
+						fn(x, x, y, n);
 						if (op == COLL_AVG)
 							coll_red_div(dt, x, n,
 								     3);
 						bad += !!memcmp(x, e, n * es);
 					} else {
-						coll_red_get(dt, op)(d + off, x,
-								     y, n);
+						fn(d + off, x, y, n);
 						if (op == COLL_AVG)
 							coll_red_div(dt,
 								     d + off,
@@ -272,8 +278,9 @@ static void test_reductions(void)
 				}
 			}
 			snprintf(what, sizeof(what),
-				 "%s %s: bit for bit, every length and alignment",
-				 coll_dtype_name(dt), coll_redop_name(op));
+				 "%s %s %s: bit for bit, every length and alignment",
+				 coll_dtype_name(dt), coll_redop_name(op),
+				 vec ? "avx2" : "base");
 			report(!bad, what);
 		}
 	}
@@ -283,9 +290,53 @@ static void test_reductions(void)
 	free(e);
 }
 
+/*
+ * What coll_red_get() hands out: the kernels of the choice made at first
+ * use, and COLL_REDUCE_VEC=base|avx2 forcing it (in a child each, as the
+ * choice is made once a process).
+ */
+static int child_choice(const char *env)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		setenv("COLL_REDUCE_VEC", env, 1);
+		_exit(coll_red_uses_avx2(COLL_FP32) * 2 +
+		      coll_red_uses_avx2(COLL_INT32));
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+static void test_choice(void)
+{
+	int dt, ok = 1, avx2 = coll_red_have_avx2();
+	int forced_base = child_choice("base"), forced_avx2 = child_choice("avx2");
+
+	/* The children first: a fork inherits a choice already made. */
+	for (dt = 0; dt < COLL_DTYPE_MAX; dt++)
+		ok &= coll_red_get(dt, COLL_SUM) ==
+		      coll_red_get_vec(dt, COLL_SUM, coll_red_uses_avx2(dt));
+	printf("# chosen here: %s for floating point, %s for integers\n",
+	       coll_red_uses_avx2(COLL_FP32) ? "avx2" : "base",
+	       coll_red_uses_avx2(COLL_INT32) ? "avx2" : "base");
+	report(ok, "coll_red_get() gives the kernels of the choice made");
+	report(forced_base == 0,
+	       "COLL_REDUCE_VEC=base: the baseline's kernels");
+	report(forced_avx2 == (avx2 ? 3 : 0),
+	       "COLL_REDUCE_VEC=avx2: AVX2's kernels where the CPU has it");
+}
+
 int main(void)
 {
-	test_reductions();
+	test_reductions(0);
+	if (coll_red_have_avx2())
+		test_reductions(1);
+	else
+		printf("# no AVX2 here: only the baseline's kernels tested\n");
+	test_choice();
 	printf("1..%d\n", ntest);
 	return nfail ? 1 : 0;
 }
