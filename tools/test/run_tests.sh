@@ -122,7 +122,7 @@ check "compare-hosts.sh: -r must name an input" rc_is 2 ./compare-hosts.sh -p al
 
 # ----------------------------------------------------------------- memcpy_bw
 ./memcpy_bw -r 3 4M > "$T/mem" 2>&1
-check "memcpy_bw: both lines" sh -c "grep -q '^# memcpy single-thread 4MiB: [0-9.]* GB/s\$' $T/mem && grep -q '^memcpy_bw bytes=4194304 reps=3 median_GBps=[0-9.]* ' $T/mem"
+check "memcpy_bw: both lines, both copies checked" sh -c "grep -q '^# memcpy single-thread 4MiB: [0-9.]* GB/s (memcpy [0-9.]*, words [0-9.]*)\$' $T/mem && grep -q '^memcpy_bw bytes=4194304 reps=3 median_GBps=[0-9.]* .* via=\(memcpy\|words\)\$' $T/mem"
 check "memcpy_bw: bad size exits 2" rc_is 2 ./memcpy_bw 12Q
 for d in float int32; do
 	./memcpy_bw -d $d -r 3 4M > "$T/red" 2>&1
