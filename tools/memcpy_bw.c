@@ -305,6 +305,54 @@ static int reduce_bw(const sum_fn fn[2], const char *dtype, unsigned char *d,
 	return 0;
 }
 
+/*
+ * Time libc's memcpy() and copy_words(), interleaved rep by rep so that
+ * both see the same machine; report the faster median.
+ */
+static int copy_bw(unsigned char *dst, const unsigned char *src,
+		   size_t bytes, int reps, double *t)
+{
+	static const char *const name[2] = { "memcpy", "words" };
+	void (*fn[2])(void *, const void *, size_t) = { copy_libc, copy_words };
+	double md[2], bst[2], wst[2], *tv[2] = { t, t + reps };
+	char hb[32];
+	int i, k, w;
+
+	for (k = 0; k < 2; k++) {	/* warm-up, and the check */
+		memset(dst, 0, bytes);
+		fn[k](dst, src, bytes);
+		if (memcmp(dst, src, bytes)) {
+			fprintf(stderr, "memcpy_bw: %s: copy mismatch\n",
+				name[k]);
+			return 1;
+		}
+	}
+	for (i = 0; i < reps; i++) {
+		for (k = 0; k < 2; k++) {
+			double t0 = now();
+
+			fn[k](dst, src, bytes);
+			tv[k][i] = now() - t0;
+			/* Keep the copy observable. */
+			__asm__ __volatile__("" : : "r"(dst) : "memory");
+		}
+	}
+	for (k = 0; k < 2; k++) {
+		md[k] = median(tv[k], reps);
+		bst[k] = tv[k][0];
+		wst[k] = tv[k][reps - 1];
+	}
+	w = md[1] < md[0];
+	human(hb, sizeof(hb), bytes);
+	printf("# memcpy single-thread %s: %.2f GB/s (memcpy %.2f, words %.2f)\n",
+	       hb, bytes / md[w] / 1e9, bytes / md[0] / 1e9,
+	       bytes / md[1] / 1e9);
+	printf("memcpy_bw bytes=%zu reps=%d median_GBps=%.3f best_GBps=%.3f worst_GBps=%.3f via=%s\n",
+	       bytes, reps, bytes / md[w] / 1e9, bytes / bst[w] / 1e9,
+	       bytes / wst[w] / 1e9, name[w]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	size_t bytes = 64u << 20;
@@ -315,7 +363,6 @@ int main(int argc, char **argv)
 	int reps = 11, opt, i;
 	unsigned char *src, *dst, *src2 = NULL;
 	double *t;
-	char hb[32];
 
 	while ((opt = getopt(argc, argv, "d:r:h")) != -1) {
 		switch (opt) {
@@ -374,46 +421,8 @@ int main(int argc, char **argv)
 		src[i] = (unsigned char)(i * 7 + 1);
 	for (size_t off = 4096; off < bytes; off += 4096)
 		memcpy(src + off, src, bytes - off < 4096 ? bytes - off : 4096);
-	{
-		static const char *const name[2] = { "memcpy", "words" };
-		void (*fn[2])(void *, const void *, size_t) = { copy_libc,
-								copy_words };
-		double md[2], bst[2], wst[2], *tv[2] = { t, t + reps };
-		int k, w;
-
-		for (k = 0; k < 2; k++) {	/* warm-up, and the check */
-			memset(dst, 0, bytes);
-			fn[k](dst, src, bytes);
-			if (memcmp(dst, src, bytes)) {
-				fprintf(stderr, "memcpy_bw: %s: copy mismatch\n",
-					name[k]);
-				return 1;
-			}
-		}
-		for (i = 0; i < reps; i++) {
-			for (k = 0; k < 2; k++) {
-				double t0 = now();
-
-				fn[k](dst, src, bytes);
-				tv[k][i] = now() - t0;
-				/* Keep the copy observable. */
-				__asm__ __volatile__("" : : "r"(dst) : "memory");
-			}
-		}
-		for (k = 0; k < 2; k++) {
-			md[k] = median(tv[k], reps);
-			bst[k] = tv[k][0];
-			wst[k] = tv[k][reps - 1];
-		}
-		w = md[1] < md[0];
-		human(hb, sizeof(hb), bytes);
-		printf("# memcpy single-thread %s: %.2f GB/s (memcpy %.2f, words %.2f)\n",
-		       hb, bytes / md[w] / 1e9, bytes / md[0] / 1e9,
-		       bytes / md[1] / 1e9);
-		printf("memcpy_bw bytes=%zu reps=%d median_GBps=%.3f best_GBps=%.3f worst_GBps=%.3f via=%s\n",
-		       bytes, reps, bytes / md[w] / 1e9, bytes / bst[w] / 1e9,
-		       bytes / wst[w] / 1e9, name[w]);
-	}
+	if (copy_bw(dst, src, bytes, reps, t))
+		return 1;
 	free(src);
 	free(dst);
 	free(t);
