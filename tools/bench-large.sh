@@ -21,6 +21,11 @@
 #     AllReduce, the (P-1) S bytes of results every rank copies from the
 #     others at B, over C CPUs: AllReduce (P-1) S (1/R + 1/B) / C,
 #     ReduceScatter and Reduce (P-1) S / (R C).
+# C x B and C x R assume that C CPUs copy and reduce C times as fast as
+# one, which memory bandwidth (and an emulator) may not allow: the "par"
+# bound is the same work at the speeds memcpy_bw -t C measures for C
+# threads copying and reducing at once, each its own buffers of size S:
+# written / B_C, (P-1) S (1/R_C + 1/B_C), (P-1) S / R_C.
 #
 # Runs INSIDE a qemu guest (it loads the module).  Env: REPS (5), RANKS
 # ("2 4"), SIZES ("1M 16M"), CASES (PRIM[:DTYPE][@SIZE,SIZE...], float and
@@ -39,8 +44,32 @@ fail=0
 tools/memcpy_bw -r 5 > "$out.mem" || exit 1
 tools/memcpy_bw -r 5 -d float >> "$out.mem" || exit 1
 tools/memcpy_bw -r 5 -d int32 >> "$out.mem" || exit 1
+cpus=$(nproc)
+# What C CPUs copy and reduce together at each size of the cases (C =
+# min(ranks, CPUs) > 1): the parallel bound's speeds.
+allsizes=
+for c in $cases; do
+	sizes=${SIZES:-1M 16M}
+	case $c in *@*) sizes=${c#*@} sizes=${sizes//,/ } ;; esac
+	allsizes="$allsizes $sizes"
+done
+# shellcheck disable=SC2086 # split on purpose
+allsizes=$(printf '%s\n' $allsizes | sort -u)
+for n in ${RANKS:-2 4}; do
+	c=$(( n < cpus ? n : cpus ))
+	[ "$c" -gt 1 ] && echo "$c"
+done | sort -u > "$out.cs"
+while read -r c; do
+	for b in $allsizes; do
+		tools/memcpy_bw -t "$c" -r 5 "$b" >> "$out.mem" || exit 1
+		for d in float int32; do
+			tools/memcpy_bw -t "$c" -r 5 -d "$d" "$b" >> "$out.mem" ||
+				exit 1
+		done
+	done
+done < "$out.cs"
 grep '^#' "$out.mem"
-echo "# guest CPUs: $(nproc)"
+echo "# guest CPUs: $cpus"
 
 # one PRIM DTYPE SIZE NP FORM: one run, its rows tagged
 one() {
@@ -98,15 +127,33 @@ for line in open(sys.argv[1]):
             print('# WRONG: %s %s %d ranks %s at %s bytes: %s' %
                   (key[0], key[1], key[2], key[3], f[0], f[8]))
         rows.setdefault(key + (int(f[0]),), []).append(float(f[5]))
-speed = {}
+speed, par = {}, {}
 for line in open(sys.argv[2]):
     f = line.split()
     kv = dict(x.split('=', 1) for x in f[1:] if '=' in x)
-    if f and f[0] == 'memcpy_bw':
-        speed['copy'] = float(kv['median_GBps']) * 1e9
-    elif f and f[0] == 'reduce_bw':
-        speed[kv['dtype']] = float(kv['median_GBps']) * 1e9
+    if not f or f[0] not in ('memcpy_bw', 'reduce_bw'):
+        continue
+    what = 'copy' if f[0] == 'memcpy_bw' else kv['dtype']
+    v = float(kv['median_GBps']) * 1e9
+    if int(kv.get('threads', '1')) == 1:
+        speed[what] = v
+    else:
+        par[(what, int(kv['threads']), int(kv['bytes']))] = v
 cpus = int(sys.argv[3])
+
+def par_s(p, d, n, s):
+    """Seconds for the bound's work at what C CPUs do together at size s."""
+    c = min(n, cpus)
+    b, r = (par.get(('copy', c, s)), par.get((d, c, s)))
+    if c == 1 or b is None or r is None:
+        return bound_s(p, d, n, s)
+    if p == 'allreduce':
+        return (n - 1) * s * (1 / r + 1 / b)
+    if p in ('reducescatter', 'reduce'):
+        return (n - 1) * s / r
+    written = {'broadcast': (n - 1) * s, 'allgather': n * s,
+               'alltoall': n * s, 'scatter': s, 'gather': s}[p]
+    return written / b
 
 def bound_s(p, d, n, s):
     """Seconds the bound allows for primitive p of printed size s."""
@@ -131,21 +178,27 @@ def busf(p, n):
 nan = float('nan')
 print('# medians of %d rounds; busbw in GB/s (nccl-tests factors); the bound'
       ' is busbw at the bound\'s time;' % max(len(v) for v in rows.values()))
-print('# ours/MPI and ours/bound are time ratios (> 1: ours is faster,'
-      ' <= 1: ours/bound)')
-print('%-13s %-6s %5s %9s %10s %10s %8s %8s %8s %8s %8s' % (
+print('# par: the same work at the speed the C CPUs reach together (memcpy_bw'
+      ' -t C at the same size)')
+print('# ours/MPI, ours/bound and ours/par are time ratios (> 1: ours is'
+      ' faster)')
+print('%-13s %-6s %5s %9s %10s %10s %8s %8s %8s %8s %8s %8s %8s' % (
       'primitive', 'dtype', 'ranks', 'bytes', 'ours ms', 'bestMPI ms',
-      'busbw', 'MPI bus', 'bound', 'ours/MPI', 'ours/bnd'))
+      'busbw', 'MPI bus', 'bound', 'par bnd', 'ours/MPI', 'ours/bnd',
+      'ours/par'))
 for p, d, n, form, s in sorted(k for k in rows if k[3] == 'ours'):
     us = statistics.median(rows[(p, d, n, 'ours', s)])
     peers = [statistics.median(rows[k]) for k in
              ((p, d, n, m, s) for m in ('ompi', 'mpich')) if k in rows]
     mpi = min(peers) if peers else nan
     bnd = bound_s(p, d, n, s) * 1e6
+    pb = par_s(p, d, n, s) * 1e6
     f = busf(p, n)
-    print('%-13s %-6s %5d %9d %10.2f %10.2f %8.3f %8.3f %8.3f %8.2f %8.2f' % (
+    print('%-13s %-6s %5d %9d %10.2f %10.2f %8.3f %8.3f %8.3f %8.3f %8.2f'
+          ' %8.2f %8.2f' % (
           p, d, n, s, us / 1e3, mpi / 1e3, s / us * 1e-3 * f,
-          s / mpi * 1e-3 * f, s / bnd * 1e-3 * f, mpi / us, bnd / us))
+          s / mpi * 1e-3 * f, s / bnd * 1e-3 * f, s / pb * 1e-3 * f,
+          mpi / us, bnd / us, pb / us))
 EOF
-rm -f "$out" "$out.mem" "$out.one"
+rm -f "$out" "$out.mem" "$out.one" "$out.cs"
 exit $fail

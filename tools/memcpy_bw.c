@@ -14,7 +14,7 @@
  * QEMU's TCG, libc's AVX2 memcpy() runs slower than the words).  Output:
  *
  *   # memcpy single-thread 64MiB: 9.87 GB/s (memcpy 9.87, words 7.50)
- *   memcpy_bw bytes=67108864 reps=11 median_GBps=9.870 best_GBps=10.123 worst_GBps=9.001 via=memcpy
+ *   memcpy_bw bytes=67108864 reps=11 median_GBps=9.870 best_GBps=10.123 worst_GBps=9.001 threads=1 via=memcpy
  *
  * The second line is for scripts: `awk '/^memcpy_bw/ { split($4, a, "=");
  * print a[2] }'`.
@@ -34,10 +34,24 @@
  *   # reduce float sum single-thread 64MiB: 0.52 GB/s (default 0.52, avx2 0.23)
  *   reduce_bw dtype=float bytes=67108864 reps=11 median_GBps=0.520 ... vec=default
  *
+ *   memcpy_bw -t THREADS [-d float|int32] [-r REPS] [BYTES]
+ *
+ * runs either on THREADS threads at once (at most one per CPU the process
+ * may use, thread i bound to the i-th of them), each with its own buffers
+ * of BYTES, started together (the others spin, so no wake-up is timed);
+ * a run lasts until the last thread is done and the figure counts the
+ * bytes of all threads: what the machine's CPUs copy or reduce together,
+ * which an emulator or a shared memory bus may keep well below THREADS
+ * times the single-thread figure.  The lines say "N threads at once"
+ * instead of "single-thread"; the machine lines carry threads=N.
+ *
  * Exit 0, or 2 on bad usage / 1 on allocation failure.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,7 +115,8 @@ static void human(char *buf, size_t len, size_t bytes)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: memcpy_bw [-d float|int32] [-r REPS] [BYTES]   (default 11 reps of 64M; K/M/G suffixes)\n");
+	fprintf(f, "usage: memcpy_bw [-d float|int32] [-r REPS] [-t THREADS] [BYTES]\n"
+		"       (default 11 reps of 64M on 1 thread; K/M/G suffixes)\n");
 }
 
 /*
@@ -252,126 +267,303 @@ static double median(double *t, int reps)
 	return reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
 }
 
+#define MAX_THREADS 64
+
+/* One thread's own buffers: d = a (a copy) or d = a + b (a sum). */
+struct lane {
+	unsigned char *d, *a, *b;
+};
+
 /*
- * Time fn[0] (baseline) and, where the CPU has AVX2, fn[1], interleaved
- * rep by rep so that both see the same machine; report the faster median.
+ * What the threads run together: candidate k (0 or 1) of a copy or of a
+ * sum, each thread on its own lane.  The other threads spin on go (one per
+ * CPU, so spinning delays nobody) rather than sleep, so that a run starts
+ * without the wake-ups an emulator takes long to deliver.
  */
-static int reduce_bw(const sum_fn fn[2], const char *dtype, unsigned char *d,
-		     const unsigned char *a, const unsigned char *b,
-		     size_t bytes, int reps, double *t)
+struct work {
+	int nthr;
+	size_t bytes;
+	const sum_fn *sum;		/* NULL: a copy */
+	struct lane lane[MAX_THREADS];
+	atomic_uint go;			/* bumped to start a run */
+	atomic_int done;		/* threads other than the first done */
+	int k;				/* the candidate, written before go */
+	int stop;			/* likewise */
+};
+
+static void (*const copy_fn[2])(void *, const void *, size_t) = {
+	copy_libc, copy_words
+};
+
+static void run_lane(const struct work *w, int i, int k)
 {
-	int is_float = !strcmp(dtype, "float");
-	int nfn = __builtin_cpu_supports("avx2") ? 2 : 1;
-	double med[2] = { 0, 0 }, best[2], worst[2], *tv[2] = { t, t + reps };
-	int i, k, w;
-	char hb[32];
+	const struct lane *l = &w->lane[i];
 
-	fill_ints((unsigned char *)a, bytes, is_float, 1);
-	fill_ints((unsigned char *)b, bytes, is_float, 2);
-	set_inexact();
-	for (k = 0; k < nfn; k++) {
-		memset(d, 0, bytes);
-		fn[k](d, a, b, bytes);	/* warm-up, and the check */
-		if (!sum_checked(d, bytes, is_float))
-			return 1;
-	}
-	for (i = 0; i < reps; i++) {
-		for (k = 0; k < nfn; k++) {
-			double t0 = now();
+	if (w->sum)
+		w->sum[k](l->d, l->a, l->b, w->bytes);
+	else
+		copy_fn[k](l->d, l->a, w->bytes);
+	/* Keep the result observable. */
+	__asm__ __volatile__("" : : "r"(l->d) : "memory");
+}
 
-			fn[k](d, a, b, bytes);
-			tv[k][i] = now() - t0;
-			__asm__ __volatile__("" : : "r"(d) : "memory");
-		}
+static void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+struct worker_arg {
+	struct work *w;
+	int i;
+};
+
+static void *worker(void *p)
+{
+	const struct worker_arg *wa = p;
+	struct work *w = wa->w;
+	unsigned int seen = 0, g;
+
+	if (w->sum)
+		set_inexact();
+	for (;;) {
+		while ((g = atomic_load_explicit(&w->go,
+						 memory_order_acquire)) == seen)
+			relax();
+		seen = g;
+		if (w->stop)
+			return NULL;
+		run_lane(w, wa->i, w->k);
+		atomic_fetch_add_explicit(&w->done, 1, memory_order_release);
 	}
-	if (!sum_checked(d, bytes, is_float))
-		return 1;
+}
+
+/* Seconds for one run of candidate @k on every lane at once. */
+static double timed(struct work *w, int k)
+{
+	double t0;
+
+	if (w->nthr == 1) {
+		t0 = now();
+		run_lane(w, 0, k);
+		return now() - t0;
+	}
+	atomic_store_explicit(&w->done, 0, memory_order_relaxed);
+	w->k = k;
+	t0 = now();
+	atomic_fetch_add_explicit(&w->go, 1, memory_order_release);
+	run_lane(w, 0, k);
+	while (atomic_load_explicit(&w->done, memory_order_acquire) <
+	       w->nthr - 1)
+		relax();
+	return now() - t0;
+}
+
+/*
+ * Time the candidates (nfn of them) interleaved run by run, so that all see
+ * the same machine; med/best/worst get each one's median, fastest and
+ * slowest run in seconds.
+ */
+static void time_runs(struct work *w, int nfn, int reps, double *t,
+		      double *med, double *best, double *worst)
+{
+	double *tv[2] = { t, t + reps };
+	int i, k;
+
+	for (i = 0; i < reps; i++)
+		for (k = 0; k < nfn; k++)
+			tv[k][i] = timed(w, k);
 	for (k = 0; k < nfn; k++) {
 		med[k] = median(tv[k], reps);
 		best[k] = tv[k][0];
 		worst[k] = tv[k][reps - 1];
 	}
-	w = nfn == 2 && med[1] < med[0];
-	human(hb, sizeof(hb), bytes);
-	printf("# reduce %s sum single-thread %s: %.2f GB/s", dtype, hb,
-	       bytes / med[w] / 1e9);
+}
+
+/* "single-thread" or "N threads at once": what a figure counts. */
+static const char *who(const struct work *w, char *buf, size_t len)
+{
+	if (w->nthr == 1)
+		return "single-thread";
+	snprintf(buf, len, "%d threads at once", w->nthr);
+	return buf;
+}
+
+/*
+ * The sum's candidates: the baseline build and, where the CPU has AVX2,
+ * the AVX2 one; report the faster median, in bytes of d produced by all
+ * threads together.
+ */
+static int reduce_bw(struct work *w, const char *dtype, int reps, double *t)
+{
+	int is_float = !strcmp(dtype, "float");
+	int nfn = __builtin_cpu_supports("avx2") ? 2 : 1;
+	double med[2] = { 0, 0 }, best[2], worst[2], all;
+	char hb[32], hw[32];
+	int i, k, m;
+
+	for (i = 0; i < w->nthr; i++) {
+		fill_ints(w->lane[i].a, w->bytes, is_float, 1);
+		fill_ints(w->lane[i].b, w->bytes, is_float, 2);
+	}
+	set_inexact();
+	for (k = 0; k < nfn; k++) {	/* warm-up, and the check */
+		for (i = 0; i < w->nthr; i++)
+			memset(w->lane[i].d, 0, w->bytes);
+		timed(w, k);
+		for (i = 0; i < w->nthr; i++)
+			if (!sum_checked(w->lane[i].d, w->bytes, is_float))
+				return 1;
+	}
+	time_runs(w, nfn, reps, t, med, best, worst);
+	for (i = 0; i < w->nthr; i++)
+		if (!sum_checked(w->lane[i].d, w->bytes, is_float))
+			return 1;
+	m = nfn == 2 && med[1] < med[0];
+	all = (double)w->bytes * w->nthr;
+	human(hb, sizeof(hb), w->bytes);
+	printf("# reduce %s sum %s %s: %.2f GB/s", dtype,
+	       who(w, hw, sizeof(hw)), hb, all / med[m] / 1e9);
 	if (nfn == 2)
-		printf(" (default %.2f, avx2 %.2f)", bytes / med[0] / 1e9,
-		       bytes / med[1] / 1e9);
+		printf(" (default %.2f, avx2 %.2f)", all / med[0] / 1e9,
+		       all / med[1] / 1e9);
 	printf("\n");
-	printf("reduce_bw dtype=%s bytes=%zu reps=%d median_GBps=%.3f best_GBps=%.3f worst_GBps=%.3f vec=%s\n",
-	       dtype, bytes, reps, bytes / med[w] / 1e9, bytes / best[w] / 1e9,
-	       bytes / worst[w] / 1e9, w ? "avx2" : "default");
+	printf("reduce_bw dtype=%s bytes=%zu reps=%d median_GBps=%.3f best_GBps=%.3f worst_GBps=%.3f threads=%d vec=%s\n",
+	       dtype, w->bytes, reps, all / med[m] / 1e9,
+	       all / best[m] / 1e9, all / worst[m] / 1e9, w->nthr,
+	       m ? "avx2" : "default");
 	return 0;
 }
 
 /*
- * Time libc's memcpy() and copy_words(), interleaved rep by rep so that
- * both see the same machine; report the faster median.
+ * The copy's candidates: libc's memcpy() and copy_words(); report the
+ * faster median, in bytes copied by all threads together.
  */
-static int copy_bw(unsigned char *dst, const unsigned char *src,
-		   size_t bytes, int reps, double *t)
+static int copy_bw(struct work *w, int reps, double *t)
 {
 	static const char *const name[2] = { "memcpy", "words" };
-	void (*fn[2])(void *, const void *, size_t) = { copy_libc, copy_words };
-	double md[2], bst[2], wst[2], *tv[2] = { t, t + reps };
-	char hb[32];
-	int i, k, w;
+	double md[2], bst[2], wst[2], all;
+	char hb[32], hw[32];
+	int i, k, m;
 
+	for (i = 0; i < w->nthr; i++) {
+		unsigned char *src = w->lane[i].a;
+		size_t bytes = w->bytes, off;
+
+		for (off = 0; off < (bytes < 4096 ? bytes : 4096); off++)
+			src[off] = (unsigned char)(off * 7 + 1 + i);
+		for (off = 4096; off < bytes; off += 4096)
+			memcpy(src + off, src,
+			       bytes - off < 4096 ? bytes - off : 4096);
+	}
 	for (k = 0; k < 2; k++) {	/* warm-up, and the check */
-		memset(dst, 0, bytes);
-		fn[k](dst, src, bytes);
-		if (memcmp(dst, src, bytes)) {
-			fprintf(stderr, "memcpy_bw: %s: copy mismatch\n",
-				name[k]);
+		for (i = 0; i < w->nthr; i++)
+			memset(w->lane[i].d, 0, w->bytes);
+		timed(w, k);
+		for (i = 0; i < w->nthr; i++) {
+			if (memcmp(w->lane[i].d, w->lane[i].a, w->bytes)) {
+				fprintf(stderr, "memcpy_bw: %s: copy mismatch\n",
+					name[k]);
+				return 1;
+			}
+		}
+	}
+	time_runs(w, 2, reps, t, md, bst, wst);
+	m = md[1] < md[0];
+	all = (double)w->bytes * w->nthr;
+	human(hb, sizeof(hb), w->bytes);
+	printf("# memcpy %s %s: %.2f GB/s (memcpy %.2f, words %.2f)\n",
+	       who(w, hw, sizeof(hw)), hb, all / md[m] / 1e9,
+	       all / md[0] / 1e9, all / md[1] / 1e9);
+	printf("memcpy_bw bytes=%zu reps=%d median_GBps=%.3f best_GBps=%.3f worst_GBps=%.3f threads=%d via=%s\n",
+	       w->bytes, reps, all / md[m] / 1e9, all / bst[m] / 1e9,
+	       all / wst[m] / 1e9, w->nthr, name[m]);
+	return 0;
+}
+
+/*
+ * Thread i (the caller is 0) on the i-th CPU this process may use, each
+ * with its own buffers.  Return: 0, 1 on allocation failure.
+ */
+static int start_threads(struct work *w, pthread_t *tid,
+			 struct worker_arg *wa)
+{
+	size_t len = (w->bytes + 4095) & ~(size_t)4095;
+	cpu_set_t allowed, one;
+	int i, cpu = -1;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		CPU_ZERO(&allowed);
+	for (i = 0; i < w->nthr; i++) {
+		struct lane *l = &w->lane[i];
+
+		l->a = aligned_alloc(4096, len);
+		l->d = aligned_alloc(4096, len);
+		l->b = w->sum ? aligned_alloc(4096, len) : NULL;
+		if (!l->a || !l->d || (w->sum && !l->b)) {
+			fprintf(stderr, "memcpy_bw: cannot allocate %d x %d x %zu bytes\n",
+				w->nthr, w->sum ? 3 : 2, w->bytes);
 			return 1;
 		}
 	}
-	for (i = 0; i < reps; i++) {
-		for (k = 0; k < 2; k++) {
-			double t0 = now();
-
-			fn[k](dst, src, bytes);
-			tv[k][i] = now() - t0;
-			/* Keep the copy observable. */
-			__asm__ __volatile__("" : : "r"(dst) : "memory");
+	for (i = 0; i < w->nthr; i++) {
+		while (++cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &allowed))
+			;
+		CPU_ZERO(&one);
+		if (cpu < CPU_SETSIZE)
+			CPU_SET(cpu, &one);
+		if (!i) {
+			if (cpu < CPU_SETSIZE)
+				sched_setaffinity(0, sizeof(one), &one);
+			continue;
 		}
+		wa[i] = (struct worker_arg){ .w = w, .i = i };
+		if (pthread_create(&tid[i], NULL, worker, &wa[i])) {
+			fprintf(stderr, "memcpy_bw: cannot start a thread\n");
+			return 1;
+		}
+		if (cpu < CPU_SETSIZE)
+			pthread_setaffinity_np(tid[i], sizeof(one), &one);
 	}
-	for (k = 0; k < 2; k++) {
-		md[k] = median(tv[k], reps);
-		bst[k] = tv[k][0];
-		wst[k] = tv[k][reps - 1];
-	}
-	w = md[1] < md[0];
-	human(hb, sizeof(hb), bytes);
-	printf("# memcpy single-thread %s: %.2f GB/s (memcpy %.2f, words %.2f)\n",
-	       hb, bytes / md[w] / 1e9, bytes / md[0] / 1e9,
-	       bytes / md[1] / 1e9);
-	printf("memcpy_bw bytes=%zu reps=%d median_GBps=%.3f best_GBps=%.3f worst_GBps=%.3f via=%s\n",
-	       bytes, reps, bytes / md[w] / 1e9, bytes / bst[w] / 1e9,
-	       bytes / wst[w] / 1e9, name[w]);
 	return 0;
+}
+
+static void stop_threads(struct work *w, pthread_t *tid)
+{
+	int i;
+
+	w->stop = 1;
+	atomic_fetch_add_explicit(&w->go, 1, memory_order_release);
+	for (i = 1; i < w->nthr; i++)
+		pthread_join(tid[i], NULL);
+	for (i = 0; i < w->nthr; i++) {
+		free(w->lane[i].a);
+		free(w->lane[i].b);
+		free(w->lane[i].d);
+	}
 }
 
 int main(int argc, char **argv)
 {
-	size_t bytes = 64u << 20;
 	static const sum_fn f32[2] = { sum_f32, sum_f32_avx2 };
 	static const sum_fn i32[2] = { sum_i32, sum_i32_avx2 };
-	const sum_fn *sum = NULL;
+	static struct work w = { .nthr = 1, .bytes = 64u << 20 };
+	static pthread_t tid[MAX_THREADS];
+	static struct worker_arg wa[MAX_THREADS];
 	const char *dtype = NULL;
-	int reps = 11, opt, i;
-	unsigned char *src, *dst, *src2 = NULL;
+	int reps = 11, opt, ret, cpus;
+	cpu_set_t allowed;
 	double *t;
 
-	while ((opt = getopt(argc, argv, "d:r:h")) != -1) {
+	while ((opt = getopt(argc, argv, "d:r:t:h")) != -1) {
 		switch (opt) {
 		case 'd':
 			dtype = optarg;
 			if (!strcmp(dtype, "float")) {
-				sum = f32;
+				w.sum = f32;
 			} else if (!strcmp(dtype, "int32")) {
-				sum = i32;
+				w.sum = i32;
 			} else {
 				fprintf(stderr, "memcpy_bw: -d: float or int32\n");
 				return 2;
@@ -384,6 +576,19 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 't':
+			w.nthr = atoi(optarg);
+			cpus = MAX_THREADS;
+			if (!sched_getaffinity(0, sizeof(allowed), &allowed))
+				cpus = CPU_COUNT(&allowed);
+			if (cpus > MAX_THREADS)
+				cpus = MAX_THREADS;
+			if (w.nthr < 1 || w.nthr > cpus) {
+				fprintf(stderr, "memcpy_bw: -t: need 1..%d (one thread per CPU this process may use)\n",
+					cpus);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -392,7 +597,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind < argc && parse_size(argv[optind++], &bytes)) {
+	if (optind < argc && parse_size(argv[optind++], &w.bytes)) {
 		fprintf(stderr, "memcpy_bw: bad size '%s'\n", argv[optind - 1]);
 		return 2;
 	}
@@ -400,31 +605,18 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-
-	if (sum && bytes % 32) {
+	if (w.sum && w.bytes % 32) {
 		fprintf(stderr, "memcpy_bw: -d: BYTES must be a multiple of 32\n");
 		return 2;
 	}
-	src = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
-	dst = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
-	if (sum)
-		src2 = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
 	t = calloc(2 * (size_t)reps, sizeof(*t));	/* two kinds timed */
-	if (!src || !dst || !t || (sum && !src2)) {
-		fprintf(stderr, "memcpy_bw: cannot allocate %d x %zu bytes\n",
-			sum ? 3 : 2, bytes);
+	if (!t || start_threads(&w, tid, wa)) {
+		if (!t)
+			fprintf(stderr, "memcpy_bw: out of memory\n");
 		return 1;
 	}
-	if (sum)
-		return reduce_bw(sum, dtype, dst, src, src2, bytes, reps, t);
-	for (i = 0; i < (int)(bytes < 4096 ? bytes : 4096); i++)
-		src[i] = (unsigned char)(i * 7 + 1);
-	for (size_t off = 4096; off < bytes; off += 4096)
-		memcpy(src + off, src, bytes - off < 4096 ? bytes - off : 4096);
-	if (copy_bw(dst, src, bytes, reps, t))
-		return 1;
-	free(src);
-	free(dst);
+	ret = w.sum ? reduce_bw(&w, dtype, reps, t) : copy_bw(&w, reps, t);
+	stop_threads(&w, tid);
 	free(t);
-	return 0;
+	return ret;
 }

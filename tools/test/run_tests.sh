@@ -130,6 +130,15 @@ for d in float int32; do
 done
 check "memcpy_bw: -d of an unknown type exits 2" rc_is 2 ./memcpy_bw -d int8 4M
 check "memcpy_bw: -d with a size not a multiple of 32 exits 2" rc_is 2 ./memcpy_bw -d float 100
+ncpu=$(nproc)
+if [ "$ncpu" -ge 2 ]; then
+	./memcpy_bw -t 2 -r 3 4M > "$T/mem2" 2>&1
+	check "memcpy_bw -t 2: both lines, every thread's copy checked" sh -c "grep -q '^# memcpy 2 threads at once 4MiB: [0-9.]* GB/s (memcpy [0-9.]*, words [0-9.]*)\$' $T/mem2 && grep -q '^memcpy_bw bytes=4194304 reps=3 median_GBps=[0-9.]* .* threads=2 via=\(memcpy\|words\)\$' $T/mem2"
+	./memcpy_bw -t 2 -d int32 -r 3 4M > "$T/red2" 2>&1
+	check "memcpy_bw -t 2 -d int32: both lines, every thread's sum checked" sh -c "grep -q '^# reduce int32 sum 2 threads at once 4MiB: ' $T/red2 && grep -q '^reduce_bw dtype=int32 bytes=4194304 reps=3 .* threads=2 vec=' $T/red2"
+fi
+check "memcpy_bw: -t beyond the CPUs exits 2" rc_is 2 ./memcpy_bw -t $((ncpu + 1)) 4M
+check "memcpy_bw: -t 0 exits 2" rc_is 2 ./memcpy_bw -t 0 4M
 
 # ------------------------------------------------------------ collctl, no module
 check "collctl: -h exits 0" rc_is 0 ./collctl -h
