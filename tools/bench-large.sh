@@ -44,14 +44,19 @@ fail=0
 tools/memcpy_bw -r 5 > "$out.mem" || exit 1
 tools/memcpy_bw -r 5 -d float >> "$out.mem" || exit 1
 tools/memcpy_bw -r 5 -d int32 >> "$out.mem" || exit 1
+# case_sizes CASE: the sizes of a case (its @SIZE,... or SIZES).
+case_sizes() {
+	local sizes=${SIZES:-1M 16M}
+	case $1 in *@*) sizes=${1#*@} sizes=${sizes//,/ } ;; esac
+	echo "$sizes"
+}
+
 cpus=$(nproc)
 # What C CPUs copy and reduce together at each size of the cases (C =
 # min(ranks, CPUs) > 1): the parallel bound's speeds.
 allsizes=
 for c in $cases; do
-	sizes=${SIZES:-1M 16M}
-	case $c in *@*) sizes=${c#*@} sizes=${sizes//,/ } ;; esac
-	allsizes="$allsizes $sizes"
+	allsizes="$allsizes $(case_sizes "$c")"
 done
 # shellcheck disable=SC2086 # split on purpose
 allsizes=$(printf '%s\n' $allsizes | sort -u)
@@ -96,8 +101,8 @@ forms=ours
 for r in $(seq "${REPS:-5}"); do
 	for n in ${RANKS:-2 4}; do
 		for c in $cases; do
-			sizes=${SIZES:-1M 16M}
-			case $c in *@*) sizes=${c#*@} sizes=${sizes//,/ } c=${c%%@*} ;; esac
+			sizes=$(case_sizes "$c")
+			c=${c%%@*}
 			p=${c%%:*} d=float
 			[ "$p" != "$c" ] && d=${c#*:}
 			for b in $sizes; do
@@ -141,12 +146,9 @@ for line in open(sys.argv[2]):
         par[(what, int(kv['threads']), int(kv['bytes']))] = v
 cpus = int(sys.argv[3])
 
-def par_s(p, d, n, s):
-    """Seconds for the bound's work at what C CPUs do together at size s."""
-    c = min(n, cpus)
-    b, r = (par.get(('copy', c, s)), par.get((d, c, s)))
-    if c == 1 or b is None or r is None:
-        return bound_s(p, d, n, s)
+def work_s(p, n, s, b, r):
+    """Seconds for primitive p's work at copy speed b and reduction speed
+    r, both in bytes per second of all CPUs together."""
     if p == 'allreduce':
         return (n - 1) * s * (1 / r + 1 / b)
     if p in ('reducescatter', 'reduce'):
@@ -156,16 +158,19 @@ def par_s(p, d, n, s):
     return written / b
 
 def bound_s(p, d, n, s):
-    """Seconds the bound allows for primitive p of printed size s."""
-    c, b = min(n, cpus), speed['copy']
-    r = speed.get(d, speed['float'])
-    if p == 'allreduce':
-        return (n - 1) * s * (1 / r + 1 / b) / c
-    if p in ('reducescatter', 'reduce'):
-        return (n - 1) * s / r / c
-    written = {'broadcast': (n - 1) * s, 'allgather': n * s,
-               'alltoall': n * s, 'scatter': s, 'gather': s}[p]
-    return written / b / c
+    """Seconds the bound allows for primitive p of printed size s: C x B
+    and C x R."""
+    c = min(n, cpus)
+    return work_s(p, n, s, c * speed['copy'],
+                  c * speed.get(d, speed['float']))
+
+def par_s(p, d, n, s):
+    """Seconds for the bound's work at what C CPUs do together at size s."""
+    c = min(n, cpus)
+    b, r = (par.get(('copy', c, s)), par.get((d, c, s)))
+    if c == 1 or b is None or r is None:
+        return bound_s(p, d, n, s)
+    return work_s(p, n, s, b, r)
 
 def busf(p, n):
     """nccl-tests' bus bandwidth factor."""

@@ -483,8 +483,9 @@ static int copy_bw(struct work *w, int reps, double *t)
 }
 
 /*
- * Thread i (the caller is 0) on the i-th CPU this process may use, each
- * with its own buffers.  Return: 0, 1 on allocation failure.
+ * Each thread its own buffers; with more than one, thread i (the caller is
+ * 0) on the i-th CPU this process may use (one thread runs where the
+ * scheduler puts it, as before -t).  Return: 0, 1 on allocation failure.
  */
 static int start_threads(struct work *w, pthread_t *tid,
 			 struct worker_arg *wa)
@@ -507,6 +508,8 @@ static int start_threads(struct work *w, pthread_t *tid,
 			return 1;
 		}
 	}
+	if (w->nthr == 1)
+		return 0;
 	for (i = 0; i < w->nthr; i++) {
 		while (++cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &allowed))
 			;
