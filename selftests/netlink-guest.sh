@@ -484,12 +484,13 @@ wait
 	ok "collctl diag: most AllReduce bytes in small calls" ||
 	{ not_ok "collctl diag: most AllReduce bytes in small calls"; diag < "$T/diag-small.json"; }
 
+spin0=$(cat /sys/module/collective/parameters/spin_ns)
 $C tune set spin-ns 0
 bg_load a2a -p alltoall -b 1024 -n 200 -H 3
 coll_wait_file "$T/a2a.ready" 60
 $C diag > "$T/diag-a2a.txt" 2>&1
 wait
-$C tune set spin-ns 100000
+$C tune set spin-ns "$spin0"
 grep -q "small AlltoAlls (at most 64 KiB) ran in interrupt mode (spin-ns 0): try busy-poll" "$T/diag-a2a.txt" &&
 	[ "$(wc -l < "$T/diag-a2a.txt")" = 1 ] &&
 	ok "collctl diag: many small AlltoAlls in interrupt mode (spin-ns 0, set module-wide)" ||

@@ -1133,7 +1133,7 @@ static int diag_stats(struct nlattr **tb, struct nlmsghdr *nlh, void *arg)
 		if (ps.prim == COLL_ALLTOALL && !spin &&
 		    small_calls >= DIAG_MIN_CALLS && small_calls * 2 > ps.calls)
 			problem(comm, "alltoall-interrupt",
-				"%" PRIu64 " small AlltoAlls (at most 64 KiB) ran in interrupt mode (spin-ns 0): try busy-poll, e.g. collctl tune set comm %u spin-ns 100000",
+				"%" PRIu64 " small AlltoAlls (at most 64 KiB) ran in interrupt mode (spin-ns 0): try busy-poll, e.g. collctl tune set comm %u spin-ns 300000",
 				small_calls, comm);
 	}
 	return 0;
