@@ -9,26 +9,76 @@
 # Prints each figure and the ratio of each group to the separate calls;
 # the target of the issue is 100 x 4 KiB fused >= 5x.
 #
+# Beside each batch, its bounds (C = min(ranks, CPUs); B_C and R_C what C
+# CPUs copy and reduce together, measured here by memcpy_bw -t C with
+# buffers of the batch's bytes S = ops x bytes; P ranks):
+#   bound: the batch's AllReduce, (P-1) S (1/R_C + 1/B_C), as bench-large
+#     counts it: no form can take less, so calls / bound is the largest
+#     speed-up any form could have over the calls;
+#   fused bound: that plus what a fused group of this module also does,
+#     every rank copying its S bytes into the kernel's bucket and the
+#     results out, 2 P S / B_C.
+#
 #   selftests/rig/vm.sh --name bench-group --mem 2G -- tools/bench-group.sh
 #
 # Runs INSIDE a qemu guest (it loads the module).  Env: RANKS ("2 4"),
-# SIZES ("8 4096 16384"), DTYPES ("int32 float"), COLL_INSMOD_ARGS.
+# SIZES ("8 4096 16384"), DTYPES ("int32 float"), OPS (100),
+# COLL_INSMOD_ARGS.
 set -u
 # shellcheck source=tools/bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
 # The module's own paths: the calls go through it, not the mapped slots.
 export COLL_MAP=${COLL_MAP:-0}
 bench_load bench-group.sh
+ops=${OPS:-100}
+out=$(mktemp)
+cpus=$(nproc)
+
+# speed C WHAT BYTES: GB/s of memcpy_bw -t C (copy, or the sum in WHAT).
+speed() {
+	local -a d=()
+
+	[ "$2" != copy ] && d=(-d "$2")
+	tools/memcpy_bw -t "$1" "${d[@]}" -r 21 "$3" |
+		awk '/^(memcpy|reduce)_bw/ { for (i = 2; i <= NF; i++)
+			if ($i ~ /^median_GBps=/) print substr($i, 13) }'
+}
+
+# bounds N DTYPE BYTES: the bound lines of the batch just printed ($out).
+bounds() {
+	local n=$1 dt=$2 c=$3 s C b r
+	C=$((n < cpus ? n : cpus))
+	s=$((ops * c))
+	b=$(speed "$C" copy "$s") && r=$(speed "$C" "$dt" "$s") || return 1
+	awk -v n="$n" -v s="$s" -v k="$ops" -v C="$C" -v b="$b" -v r="$r" '
+	/^  separate calls/ { calls = $(NF - 2) }
+	/^  group, fused/ { fused = $(NF - 2) }
+	END {
+		bnd = (n - 1) * s * (1 / (r * 1e9) + 1 / (b * 1e9)) * 1e6
+		fb = bnd + 2 * n * s / (b * 1e9) * 1e6
+		printf "# bound (%d CPUs at once, %d B each: copy %.2f GB/s, sum %.2f GB/s): %.1f us a batch (%.2f us/op)", C, s, b, r, bnd, bnd / k
+		if (calls > 0)
+			printf "; calls / bound %.2fx", calls / bnd
+		printf "\n# fused bound (copies into and out of the bucket too): %.1f us a batch (%.2f us/op)", fb, fb / k
+		if (fused > 0)
+			printf "; fused / fused bound %.2f, calls / fused bound %.2fx", fb / fused, calls / fb
+		printf "\n"
+	}' "$out"
+}
+
 rc=0
 for n in ${RANKS:-2 4}; do
 	for dt in ${DTYPES:-int32 float}; do
 		for c in ${SIZES:-8 4096 16384}; do
-			group_perf "$n" -k 100 -c "$c" -d "$dt" -i 20 -r 5 ||
-				rc=1
+			group_perf "$n" -k "$ops" -c "$c" -d "$dt" -i 20 \
+				   -r 5 > "$out" || rc=1
+			cat "$out"
+			bounds "$n" "$dt" "$c" || rc=1
 		done
 	done
 done
 tools/collrun -n 2 -t 60 tools/coll_perf -p allreduce -b 8 -e 8 -n 5 -w 1 |
 	grep '^# floor'
 rmmod collective || rc=1
+rm -f "$out"
 exit $rc
