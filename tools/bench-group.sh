@@ -34,22 +34,31 @@ ops=${OPS:-100}
 out=$(mktemp)
 cpus=$(nproc)
 
-# speed C WHAT BYTES: GB/s of memcpy_bw -t C (copy, or the sum in WHAT).
+# speed C WHAT BYTES: in $gbps, GB/s of memcpy_bw -t C (copy, or the sum
+# in WHAT), measured once per boot: every row of the same C and size is
+# bounded by the same figures.
+declare -A measured
 speed() {
+	local key="$1 $2 $3"
 	local -a d=()
 
-	[ "$2" != copy ] && d=(-d "$2")
-	tools/memcpy_bw -t "$1" "${d[@]}" -r 21 "$3" |
-		awk '/^(memcpy|reduce)_bw/ { for (i = 2; i <= NF; i++)
-			if ($i ~ /^median_GBps=/) print substr($i, 13) }'
+	if [ -z "${measured[$key]:-}" ]; then
+		[ "$2" != copy ] && d=(-d "$2")
+		measured[$key]=$(tools/memcpy_bw -t "$1" "${d[@]}" -r 21 "$3" |
+			awk '/^(memcpy|reduce)_bw/ { for (i = 2; i <= NF; i++)
+				if ($i ~ /^median_GBps=/) print substr($i, 13) }')
+		[ -n "${measured[$key]}" ] || return 1
+	fi
+	gbps=${measured[$key]}
 }
 
 # bounds N DTYPE BYTES: the bound lines of the batch just printed ($out).
 bounds() {
-	local n=$1 dt=$2 c=$3 s C b r
+	local n=$1 dt=$2 c=$3 s C b r gbps
 	C=$((n < cpus ? n : cpus))
 	s=$((ops * c))
-	b=$(speed "$C" copy "$s") && r=$(speed "$C" "$dt" "$s") || return 1
+	speed "$C" copy "$s" && b=$gbps || return 1
+	speed "$C" "$dt" "$s" && r=$gbps || return 1
 	awk -v n="$n" -v s="$s" -v k="$ops" -v C="$C" -v b="$b" -v r="$r" '
 	/^  separate calls/ { calls = $(NF - 2) }
 	/^  group, fused/ { fused = $(NF - 2) }
