@@ -10,6 +10,12 @@
  * it inside the module).  Every result is checked element by element
  * against the value computed here (int32 data, sum).
  *
+ * A test that must do something while a rank withholds its call, or while
+ * the communicator lives, says when it is done instead of racing a clock
+ * (a slow machine once ran past 12 s): -w R:S:FILE waits until FILE
+ * exists, at most S seconds; -H HOLD:FILE holds until FILE exists, at most
+ * HOLD seconds.
+ *
  * Options that show a tunable's effect:
  *   -s SHAPES  the ITERS calls cycle through SHAPES sizes (BYTES, BYTES-4,
  *              ...): as many plans (plan-cache)
@@ -26,8 +32,8 @@
  *   -c C       join C more communicators (ids derived from COLL_ID), print
  *              "comms=K err=NAME" (max-comms)
  *
- * usage: coll_nl_load [-p PRIM] [-b BYTES] [-n ITERS] [-H HOLD]
- *                     [-r READYFILE] [-w RANK:SECONDS] [-s SHAPES] [-i]
+ * usage: coll_nl_load [-p PRIM] [-b BYTES] [-n ITERS] [-H HOLD[:FILE]]
+ *                     [-r READYFILE] [-w RANK:SECONDS[:FILE]] [-s SHAPES] [-i]
  *                     [-q Q] [-c C]
  * Exit: 0, or 1 with the first failing call's error or wrong element.
  */
@@ -45,6 +51,31 @@
 #define MAXC 64
 
 static int rank, n;
+
+/* Sleep until @file exists (if given), at most @secs seconds. */
+static void wait_for(const char *file, long secs)
+{
+	long i;
+
+	if (!file) {
+		sleep(secs);
+		return;
+	}
+	for (i = 0; i < secs * 20 && access(file, F_OK); i++)
+		usleep(50000);
+}
+
+/* "N" or "N:FILE": the seconds, and the file or NULL. */
+static int secs_file(const char *arg, long *secs, const char **file)
+{
+	char *end;
+
+	*secs = strtol(arg, &end, 10);
+	if (end == arg || *secs < 0 || (*end && (*end != ':' || !end[1])))
+		return -1;
+	*file = *end ? end + 1 : NULL;
+	return 0;
+}
 
 /* Element j of rank r's send buffer. */
 static uint32_t val(int r, long j)
@@ -191,6 +222,7 @@ static int join_more(int c)
 int main(int argc, char **argv)
 {
 	const char *prim = "allreduce", *ready = NULL;
+	const char *wfile = NULL, *hfile = NULL;
 	long bytes = 4096, iters = 10, hold = 0, wrank = -1, wsec = 0;
 	long shapes = 1, q = 0, c = 0;
 	int opt, ret = 0, info = 0;
@@ -204,14 +236,24 @@ int main(int argc, char **argv)
 		case 'p': prim = optarg; break;
 		case 'b': bytes = atol(optarg); break;
 		case 'n': iters = atol(optarg); break;
-		case 'H': hold = atol(optarg); break;
-		case 'r': ready = optarg; break;
-		case 'w':
-			if (sscanf(optarg, "all:%ld", &wsec) == 1)
-				wrank = -2;
-			else if (sscanf(optarg, "%ld:%ld", &wrank, &wsec) != 2)
+		case 'H':
+			if (secs_file(optarg, &hold, &hfile))
 				return 2;
 			break;
+		case 'r': ready = optarg; break;
+		case 'w': {
+			const char *colon = strchr(optarg, ':');
+
+			if (!colon)
+				return 2;
+			if (!strncmp(optarg, "all:", 4))
+				wrank = -2;
+			else if (sscanf(optarg, "%ld:", &wrank) != 1 || wrank < 0)
+				return 2;
+			if (secs_file(colon + 1, &wsec, &wfile))
+				return 2;
+			break;
+		}
 		case 's': shapes = atol(optarg); break;
 		case 'i': info = 1; break;
 		case 'q': q = atol(optarg); break;
@@ -241,7 +283,7 @@ int main(int argc, char **argv)
 	if (info && coll_get_info(&ci0))
 		return 1;
 	if (rank == wrank || wrank == -2)
-		sleep(wsec);
+		wait_for(wfile, wsec);
 	for (i = 0; i < iters && !ret; i++)
 		ret = run_one(comm, prim, send, recv, count - i % shapes);
 	if (!ret && q)
@@ -272,7 +314,7 @@ int main(int argc, char **argv)
 	if (ready && (getenv("LOCAL_RANK") ? !strcmp(getenv("LOCAL_RANK"), "0") :
 		      rank == 0))
 		close(open(ready, O_CREAT | O_WRONLY, 0644));
-	sleep(hold);
+	wait_for(hfile, hold);
 	coll_comm_destroy(comm);
 	free(send);
 	free(recv);

@@ -217,7 +217,11 @@ coll_pyj "$T/ring-stats.json" '[(p["pins"], p["pinned-pages"] >= p["pins"], p["r
 	{ not_ok "stats: 10 AllReduces of 2 ranks pinned 4 buffers, 36 registration-cache hits" "$(cat "$T/pins.txt")"; diag < "$T/ring-stats.txt"; }
 
 # ---- a rank withholding its call; per-communicator tuning by its owner ------
-"${NOBODY[@]}" "$RUN" -n 2 -t 120 "$LOAD" -w 1:12 -H 8 -r "$T/wh.ready" > "$T/wh.log" 2>&1 &
+# Rank 1 withholds its call until wh.go exists (at most 90 s), and both
+# hold the communicator until wh.done exists: a clock (12 s, then 8) ran
+# out on a slow machine before the tuning below or the YNL CLI's read.
+rm -f "$T/wh.go" "$T/wh.done"
+"${NOBODY[@]}" "$RUN" -n 2 -t 180 "$LOAD" -w "1:90:$T/wh.go" -H "90:$T/wh.done" -r "$T/wh.ready" > "$T/wh.log" 2>&1 &
 i=0
 until [ -n "$("${NOBODY[@]}" $C -j op show 2>/dev/null | $PY -c 'import json,sys; print(json.load(sys.stdin) or "")')" ] || [ $i -ge 100 ]; do
 	sleep 0.1; i=$((i + 1))
@@ -234,6 +238,7 @@ other_rc=$?
 "${NOBODY[@]}" $C tune set comm "$s" allreduce.algo tree > "$T/own-set.txt" 2>&1
 own_rc=$?
 "${NOBODY[@]}" $C -j tune show comm "$s" > "$T/own-tune.json" 2>&1
+touch "$T/wh.go"
 if grep -q "^comm $s seq 0 prim allreduce .* state arriving .* arrived 1 missing 1$" "$T/op.txt" &&
    [ "$(coll_pyj "$T/op.json" '[(o["comm"], o["seq"], o["missing"]) for o in d]')" = "[($s, 0, [1])]" ]; then
 	ok "collctl op show names the rank withholding its call (rank 1)"
@@ -261,6 +266,7 @@ grep -q "comm $s: allreduce seq 0 has waited .* s for rank 1, which has not call
 coll_wait_file "$T/wh.ready" 60
 "${NOBODY[@]}" $C -j stats comm "$s" > "$T/wh-stats.json" 2>&1
 $YNL --do stats-get --json "{\"comm\": $s}" > "$T/ynl-stats.json" 2>&1
+touch "$T/wh.done"
 wait
 # The withheld first call went the eager path (4 KiB, AUTO, nothing forced
 # then); rank 1 follows it there, tuned or not; the nine after run tree.
@@ -404,10 +410,11 @@ $C tune set join-timeout-ms 30000
 	{ not_ok "join-timeout-ms 300: a lone rank gives up" "rc $jrc after $ms ms"; diag < "$T/jt.log"; }
 
 # ---- a rank withholding its call on a communicator with mapped slots -------
-# Rank 1 withholds its call for 12 s, as in the first such test above:
-# op show, the YNL CLI (a Python start: seconds under TCG) and diag -t 1000
-# must all run inside it (6 s once ran out before diag looked).
-env -u COLL_MAP "${NOBODY[@]}" "$RUN" -n 2 -t 120 "$LOAD" -w 1:12 -H 1 -r "$T/mwh.ready" > "$T/mwh.log" 2>&1 &
+# Rank 1 withholds its call until mwh.go exists, as in the first such
+# test above: op show, the YNL CLI (a Python start: seconds under TCG) and
+# diag -t 1000 all run inside it (a clock of 6 s once ran out first).
+rm -f "$T/mwh.go"
+env -u COLL_MAP "${NOBODY[@]}" "$RUN" -n 2 -t 180 "$LOAD" -w "1:90:$T/mwh.go" -H 1 -r "$T/mwh.ready" > "$T/mwh.log" 2>&1 &
 mwh=$!
 i=0
 until [ -n "$("${NOBODY[@]}" $C -j op show 2>/dev/null | $PY -c 'import json,sys; print(json.load(sys.stdin) or "")')" ] || [ $i -ge 100 ]; do
@@ -419,6 +426,7 @@ s=$(comm_serial)
 "${NOBODY[@]}" $C -j op show > "$T/mop.json" 2>&1
 $YNL --dump op-get > "$T/ynl-mop.json" 2>&1
 "${NOBODY[@]}" $C diag -t 1000 > "$T/mdiag.txt" 2>&1
+touch "$T/mwh.go"
 if grep -q "^comm $s seq 1 prim allreduce algo auto bytes 4096 state arriving .* arrived 1 missing 1 mapped yes$" "$T/mop.txt" &&
    [ "$(coll_pyj "$T/mop.json" '[(o["comm"], o["seq"], o["missing"], o["mapped"]) for o in d]')" = "[($s, 1, [1], True)]" ] &&
    [ "$(coll_pyj "$T/ynl-mop.json" '[(o["seq"], o["missing"], o["mapped"]) for o in d]')" = "[(1, [1], True)]" ]; then

@@ -255,7 +255,10 @@ guest_main() {
 
 	# -- op show and diag across hosts: rank 1 (host 1) withholds its call ------
 	old=$(newest_comm)
-	COLL_TRANSPORT=rdma xrun withhold 1 -b 4096 -n 1 -w 1:10
+	# Rank 1 withholds its call until host 0 has read what it shows (the
+	# sync point below): a clock of 10 s could run out on a slow machine.
+	rm -f "$T/withhold.go"
+	COLL_TRANSPORT=rdma xrun withhold 1 -b 4096 -n 1 -w "1:90:$T/withhold.go"
 	s=$(wait_comm "$old" 60)
 	if [ "$g" = 0 ]; then
 		i=0
@@ -284,6 +287,8 @@ guest_main() {
 			tap ok "op show: nothing in flight on the host whose rank has not called" ||
 			{ tap not_ok "op show: nothing in flight on the host whose rank has not called"; say "$T/op1.json"; }
 	fi
+	sync_point "withhold read"
+	touch "$T/withhold.go"
 	xwait && tap ok "the withheld AllReduce completes, checked, once rank 1 calls" ||
 		{ tap not_ok "the withheld AllReduce completes once rank 1 calls"; say "$T/withhold.log"; }
 	sync_point withhold
