@@ -7,13 +7,17 @@
  * (a struct coll_sub in a struct coll_task, run by coll_run.c):
  *
  * - fused: the small AllReduces (at most COLL_GROUP_FUSE_BYTES, the same
- *   dtype, redop and algo) are copied at the call into a kernel buffer of
- *   at most COLL_GROUP_BUCKET_BYTES per rank, in the order they come, and
- *   reduced there in place by one AllReduce; the caller copies each result
- *   out once it is done.  Nothing of theirs is pinned, and one collective
- *   replaces many: the cost of a call, of matching and of waking the ranks
- *   is paid once for the bucket (the tensor fusion of Horovod and of
- *   torch's DDP buckets, done where the data already passes);
+ *   dtype, redop and algo) are laid end to end, in the order they come,
+ *   in buckets of at most COLL_GROUP_BUCKET_BYTES per rank, each reduced
+ *   by one AllReduce: the cost of a call, of matching and of waking the
+ *   ranks is paid once per bucket (the tensor fusion of Horovod and of
+ *   torch's DDP buckets, done where the data already passes).  On one host
+ *   a bucket is a composite obuf over the ops' own pinned buffers (the
+ *   registration cache finds them pinned in a loop: coll_group_direct()),
+ *   so nothing is copied; else, or when that cannot be
+ *   (coll_group_direct_ok()), the ops' inputs are copied at the call into
+ *   a kernel buffer, reduced there in place, and the caller copies each
+ *   result out once it is done, nothing of theirs pinned;
  * - every other op: pinned (through the registration cache) and run as by
  *   COLL_SUBMIT.
  *
@@ -37,6 +41,7 @@
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/uaccess.h>
 
 #include "coll_loc.h"
@@ -48,7 +53,9 @@ struct coll_gpart {
 	struct coll_task *cand;
 	u32 first;		/* its first op */
 	u64 bytes;		/* fused: bytes of its buffer */
+	u32 nops;
 	bool fused;
+	bool direct;		/* fused on the ops' own pages, no bucket */
 };
 
 /* What the group's call holds. */
@@ -160,6 +167,7 @@ static void coll_group_split(struct coll_gcall *g, u32 flags)
 			};
 		}
 		g->part_of[i] = part - g->parts;
+		part->nops++;
 		if (part->fused) {
 			g->off[i] = part->bytes;
 			part->bytes += bytes;
@@ -248,6 +256,189 @@ static int coll_group_stage(struct coll_gcall *g, struct coll_gpart *part,
 	return 0;
 }
 
+/* A user range of one op of a fused part, for coll_group_direct_ok(). */
+struct coll_grange {
+	u64 start, end;
+};
+
+static int coll_grange_cmp(const void *a, const void *b)
+{
+	const struct coll_grange *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Sort @r by start unless it is (as the buffers of a loop's ops often are). */
+static void coll_granges_sort(struct coll_grange *r, u32 n)
+{
+	u32 i;
+
+	for (i = 1; i < n; i++) {
+		if (r[i].start < r[i - 1].start) {
+			sort(r, n, sizeof(*r), coll_grange_cmp, NULL);
+			return;
+		}
+	}
+}
+
+/*
+ * Does a range of @w (written) overlap any other of @w or of @rd (read)?
+ * Both sorted by start: one sweep over their merge.
+ */
+static bool coll_granges_clash(const struct coll_grange *w, u32 nw,
+			       const struct coll_grange *rd, u32 nr)
+{
+	u64 end_all = 0, end_w = 0;
+	u32 i = 0, j = 0;
+
+	while (i < nw || j < nr) {
+		bool write = j >= nr || (i < nw && w[i].start <= rd[j].start);
+		const struct coll_grange *c = write ? &w[i++] : &rd[j++];
+
+		if (c->start < (write ? end_all : end_w))
+			return true;
+		end_all = max(end_all, c->end);
+		if (write)
+			end_w = max(end_w, c->end);
+	}
+	return false;
+}
+
+/*
+ * A fused part of smaller ops (on average) takes the bucket: copying a
+ * small op costs less than finding its two buffers in the registration
+ * cache.  Measured under TCG, 2 ranks, 100 int32 AllReduces a group: per
+ * op 64 B and 512 B the bucket was 1.47x and 1.13x faster, 1 KiB, 2 KiB and
+ * 4 KiB the own pages 1.21x, 1.49x and 1.81x.
+ */
+#define COLL_GROUP_DIRECT_MIN_BYTES	1024U
+
+/*
+ * May a fused part run on its ops' own pages?  On one host only (the RDMA
+ * and TCP transports register whole obufs, not composites); only for ops
+ * of COLL_GROUP_DIRECT_MIN_BYTES on average; only if the
+ * registration cache can keep all its buffers (else every call would pin
+ * them again, dearer than the bucket's copies); only if every op is in
+ * place or its two buffers are apart, and no op's buffer overlaps one
+ * that another op writes (the ABI leaves such a group's order undefined;
+ * the bucket, which reads every input before it writes, keeps what such a
+ * group got before).  Needs no lock; reads no user memory.
+ */
+static bool coll_group_direct_ok(const struct coll_gcall *g, u32 p,
+				 const struct coll_comm *comm)
+{
+	const struct coll_gpart *part = &g->parts[p];
+	struct coll_grange *w, *rd;
+	u32 i, nw = 0, nr = 0;
+	bool ok = true;
+
+	if (comm->hosts || 2ULL * part->nops > READ_ONCE(coll_reg_cache) ||
+	    part->bytes < (u64)part->nops * COLL_GROUP_DIRECT_MIN_BYTES)
+		return false;
+	w = kvmalloc_array(2 * part->nops, sizeof(*w), GFP_KERNEL_ACCOUNT);
+	if (!w)
+		return false;
+	rd = w + part->nops;
+	for (i = part->first; i < g->nops && ok; i++) {
+		const struct coll_op *op = &g->ops[i];
+		u64 bytes = op->count * coll_dtype_size(op->dtype);
+
+		if (g->part_of[i] != p)
+			continue;
+		if (op->sendbuf + bytes < op->sendbuf ||
+		    op->recvbuf + bytes < op->recvbuf)
+			ok = false;	/* wraps: the bucket says EOVERFLOW */
+		w[nw++] = (struct coll_grange){ op->recvbuf,
+						op->recvbuf + bytes };
+		if (op->sendbuf != op->recvbuf)
+			rd[nr++] = (struct coll_grange){ op->sendbuf,
+							 op->sendbuf + bytes };
+	}
+	if (ok) {
+		coll_granges_sort(w, nw);
+		coll_granges_sort(rd, nr);
+		ok = !coll_granges_clash(w, nw, rd, nr);
+	}
+	kvfree(w);
+	return ok;
+}
+
+/*
+ * A fused part on its ops' own pages: each op's buffers pinned through the
+ * registration cache (found there in a loop that reuses them), end to end
+ * in two composite obufs (send, receive) in the order of the bucket's
+ * offsets; one AllReduce then reads and writes the users' pages, nothing
+ * copied in or out, nothing probed.  All ops in place: one composite, an
+ * in-place AllReduce; some: their pieces of the send composite borrow the
+ * receive composite's (same place in both, as in place).  In the caller's
+ * process.  On error @sub holds nothing of it (the caller stages instead).
+ */
+static int coll_group_direct(struct coll_gcall *g, u32 p, struct coll_sub *sub,
+			     struct coll_file *cf)
+{
+	struct coll_gpart *part = &g->parts[p];
+	u32 esize = coll_dtype_size(g->ops[part->first].dtype);
+	struct coll_obuf *cs = NULL, *cr, *ob;
+	bool inplace = true;
+	u32 i;
+	int ret;
+
+	for (i = part->first; i < g->nops; i++)
+		if (g->part_of[i] == p &&
+		    g->ops[i].sendbuf != g->ops[i].recvbuf)
+			inplace = false;
+	ret = coll_obuf_composite(part->nops, &cr);
+	if (ret)
+		return ret;
+	sub->ob[COLL_SBUF_RECV] = cr;
+	sub->ob[COLL_SBUF_SEND] = cr;
+	if (!inplace) {
+		ret = coll_obuf_composite(part->nops, &cs);
+		if (ret)
+			goto err_unpin;
+		sub->ob[COLL_SBUF_SEND] = cs;
+	}
+	for (i = part->first; i < g->nops; i++) {
+		const struct coll_op *op = &g->ops[i];
+		u64 bytes = op->count * esize;
+
+		if (g->part_of[i] != p)
+			continue;
+		ret = coll_sub_pin_buf(sub, cf, op->recvbuf, bytes, true, &ob);
+		if (ret)
+			goto err_unpin;
+		cr->segs[cr->nsegs++] = (struct coll_oseg){ g->off[i], ob,
+							    true };
+		cr->npages += ob->npages;
+		if (!cs)
+			continue;
+		if (op->sendbuf != op->recvbuf) {
+			ret = coll_sub_pin_buf(sub, cf, op->sendbuf, bytes,
+					       false, &ob);
+			if (ret)
+				goto err_unpin;
+			cs->npages += ob->npages;
+		}
+		cs->segs[cs->nsegs++] = (struct coll_oseg){
+			g->off[i], ob, op->sendbuf != op->recvbuf };
+	}
+	cr->len = part->bytes;
+	cr->writable = true;
+	if (cs)
+		cs->len = part->bytes;
+	sub->desc.count = part->bytes / esize;
+	sub->desc.inplace = inplace;
+	part->direct = true;
+	return 0;
+
+err_unpin:
+	coll_sub_unpin(sub, false);
+	sub->npins = 0;
+	sub->npinned = 0;
+	sub->nhits = 0;
+	return ret;
+}
+
 /* After a fused part ended well: its results to their receive buffers. */
 static int coll_group_unstage(struct coll_gcall *g, u32 p)
 {
@@ -293,7 +484,11 @@ static int coll_group_prepare(struct coll_gcall *g, struct coll_file *cf,
 				.algo = op->algo,
 			};
 			sub->rank = m->rank;
-			ret = coll_group_stage(g, part, sub, cf);
+			ret = -EAGAIN;
+			if (coll_group_direct_ok(g, p, comm))
+				ret = coll_group_direct(g, p, sub, cf);
+			if (ret)
+				ret = coll_group_stage(g, part, sub, cf);
 		} else {
 			ret = coll_sub_pin(sub, cf, op, comm->nranks, m->rank);
 		}
@@ -335,7 +530,7 @@ static int coll_group_run(struct coll_gcall *g, u32 rank)
 			continue;
 		}
 		err = coll_run_participate(task, true);
-		if (!err && g->parts[p].fused)
+		if (!err && g->parts[p].fused && !g->parts[p].direct)
 			err = coll_group_unstage(g, p);
 		if (!ret)
 			ret = err;

@@ -501,6 +501,8 @@ void coll_task_get(struct coll_task *task);
 void coll_task_put(struct coll_task *task);
 struct coll_sub *coll_sub_alloc(void);
 void coll_sub_free(struct coll_sub *sub);
+int coll_sub_pin_buf(struct coll_sub *sub, struct coll_file *cf, u64 addr,
+		     u64 len, bool writable, struct coll_obuf **ob);
 int coll_sub_pin(struct coll_sub *sub, struct coll_file *cf,
 		 const struct coll_op *arg, u32 nranks, u32 rank);
 void coll_sub_unpin(struct coll_sub *sub, bool keep);
@@ -915,6 +917,13 @@ int coll_uring_flush(struct coll_file *cf, void *id);
 /* coll_obuf.c */
 #define COLL_OBUF_LEAF	(PAGE_SIZE / sizeof(struct page *))
 
+/* A piece of a composite obuf: its bytes [at, at + ob->len). */
+struct coll_oseg {
+	u64 at;
+	struct coll_obuf *ob;
+	bool own;			/* the composite holds @ob's use */
+};
+
 struct coll_obuf {
 	struct page ***leaves;		/* page pointers, a page of them at most */
 	unsigned long npages;
@@ -926,6 +935,14 @@ struct coll_obuf {
 	bool stage;			/* a fused group's: kept by its descriptor */
 	struct mm_struct *mm;		/* mmgrab'ed: pinned_vm is charged there */
 	struct coll_reg *reg;		/* cached: released through the cache */
+	/*
+	 * Composite (a fused group's, coll_group.c): no pages of its own;
+	 * its bytes are those of @nsegs obufs end to end, by at.  Only the
+	 * local transport's cursor reads it (coll_xport_local.c).
+	 */
+	struct coll_oseg *segs;
+	u32 nsegs;
+	u32 maxsegs;			/* of segs allocated */
 };
 
 static inline struct page *coll_obuf_page(const struct coll_obuf *ob,
@@ -942,6 +959,8 @@ int coll_user_writable(u64 addr, u64 len);
 int coll_obuf_copy_user(const struct coll_obuf *ob, u64 pos, u64 uaddr,
 			u64 len, bool to_user);
 void coll_obuf_release(struct coll_obuf *ob);
+int coll_obuf_composite(u32 maxsegs, struct coll_obuf **out);
+void coll_obuf_composite_free(struct coll_obuf *ob);
 
 /* coll_reduce.c */
 typedef void (*coll_reduce_fn)(void *dst, const void *a, const void *b,

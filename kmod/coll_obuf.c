@@ -380,3 +380,42 @@ void coll_obuf_release(struct coll_obuf *ob)
 	}
 	coll_kvfree(ob, sizeof(*ob));
 }
+
+/**
+ * coll_obuf_composite() - an empty composite obuf
+ * @maxsegs: the pieces it may get (1 or more)
+ * @out: the new obuf: no pieces yet, len 0, not writable; the caller adds
+ *       pieces end to end (each piece's at the sum of the lengths before
+ *       it, nsegs counting them) and sets len, npages and writable
+ *
+ * It holds what its pieces with own set hold; coll_sub_unpin() gives
+ * those back, then coll_obuf_composite_free().
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int coll_obuf_composite(u32 maxsegs, struct coll_obuf **out)
+{
+	struct coll_obuf *ob;
+
+	ob = coll_kvzalloc(sizeof(*ob));
+	if (!ob)
+		return -ENOMEM;
+	ob->segs = coll_kvzalloc(array_size(maxsegs, sizeof(*ob->segs)));
+	if (!ob->segs) {
+		coll_kvfree(ob, sizeof(*ob));
+		return -ENOMEM;
+	}
+	ob->maxsegs = maxsegs;
+	ob->kernel = true;	/* charges nothing of its own */
+	*out = ob;
+	return 0;
+}
+
+/* Free a composite whose pieces were given back. */
+void coll_obuf_composite_free(struct coll_obuf *ob)
+{
+	if (!ob)
+		return;
+	coll_kvfree(ob->segs, array_size(ob->maxsegs, sizeof(*ob->segs)));
+	coll_kvfree(ob, sizeof(*ob));
+}

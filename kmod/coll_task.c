@@ -29,14 +29,32 @@ struct coll_sub *coll_sub_alloc(void)
 	return sub;
 }
 
+static void coll_sub_put_obuf(struct coll_sub *sub, struct coll_obuf *ob,
+			      bool keep);
+
+/* A composite: what its own pieces hold, then itself. */
+static void coll_sub_put_composite(struct coll_sub *sub, struct coll_obuf *ob,
+				   bool keep)
+{
+	u32 i;
+
+	for (i = 0; i < ob->nsegs; i++)
+		if (ob->segs[i].own && !WARN_ON_ONCE(ob->segs[i].ob->segs))
+			coll_sub_put_obuf(sub, ob->segs[i].ob, keep);
+	coll_obuf_composite_free(ob);
+}
+
 /*
- * Give back one buffer: to the registration cache if it came from there,
- * to the descriptor if it is a fused group's and the collective ended well.
+ * Give back one buffer: a composite piece by piece; to the registration
+ * cache if it came from there; to the descriptor if it is a fused group's
+ * kernel buffer and the collective ended well.
  */
 static void coll_sub_put_obuf(struct coll_sub *sub, struct coll_obuf *ob,
 			      bool keep)
 {
-	if (ob && ob->reg)
+	if (ob && ob->segs)
+		coll_sub_put_composite(sub, ob, keep);
+	else if (ob && ob->reg)
 		coll_regcache_unuse(ob->reg, keep);
 	else if (ob && ob->stage && keep && sub->cf)
 		coll_group_stage_keep(sub->cf, ob);
@@ -44,10 +62,20 @@ static void coll_sub_put_obuf(struct coll_sub *sub, struct coll_obuf *ob,
 		coll_obuf_release(ob);
 }
 
-/* Pin one buffer through the descriptor's cache, counting what it took. */
-static int coll_sub_pin_one(struct coll_sub *sub, struct coll_file *cf,
-			    u64 addr, u64 len, bool writable,
-			    struct coll_obuf **ob)
+/**
+ * coll_sub_pin_buf() - pin one buffer for a rank's part
+ * @sub: the part, whose counters (npins, npinned, nhits) count it
+ * @cf: the caller's descriptor, whose registration cache is used
+ * @addr: user address
+ * @len: bytes, more than 0
+ * @writable: pinned for writing
+ * @ob: the obuf; coll_sub_unpin() gives it back (through a composite of
+ *      @sub's that owns it)
+ *
+ * Return: 0 or coll_regcache_pin()'s errors.
+ */
+int coll_sub_pin_buf(struct coll_sub *sub, struct coll_file *cf, u64 addr,
+		     u64 len, bool writable, struct coll_obuf **ob)
 {
 	bool hit;
 	int ret;
@@ -144,7 +172,7 @@ int coll_sub_pin(struct coll_sub *sub, struct coll_file *cf,
 	if (ret)
 		return ret;
 	if (lay.inplace) {
-		ret = coll_sub_pin_one(sub, cf, addr[lay.outer],
+		ret = coll_sub_pin_buf(sub, cf, addr[lay.outer],
 				       lay.bytes[lay.outer], true,
 				       &sub->ob[lay.outer]);
 		if (ret)
@@ -157,7 +185,7 @@ int coll_sub_pin(struct coll_sub *sub, struct coll_file *cf,
 	for (b = 0; b < 2; b++) {
 		if (!lay.bytes[b])
 			continue;
-		ret = coll_sub_pin_one(sub, cf, addr[b], lay.bytes[b],
+		ret = coll_sub_pin_buf(sub, cf, addr[b], lay.bytes[b],
 				       b == COLL_SBUF_RECV, &sub->ob[b]);
 		if (ret)
 			goto err_release;

@@ -5,7 +5,8 @@
  * that lie within one page of every buffer involved, each mapped with
  * kmap_local_page(); an element that straddles a page boundary in some
  * buffer goes through the stack.  Reductions run inside coll_fpu_begin()
- * and kernel_fpu_end() per window when the kernel needs the FPU.
+ * and kernel_fpu_end() when the kernel needs the FPU, one section per
+ * COLL_FPU_SPAN bytes.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -23,6 +24,7 @@ struct coll_cur {
 	struct coll_obuf *ob;
 	u64 pos;
 	u8 *lin;
+	u32 *hint;	/* a composite's piece last found, or NULL */
 };
 
 static struct coll_cur coll_cur_of(const struct coll_task *task,
@@ -36,21 +38,71 @@ static struct coll_cur coll_cur_of(const struct coll_task *task,
 	};
 }
 
+static bool coll_oseg_has(const struct coll_obuf *ob, u32 i, u64 pos)
+{
+	return i < ob->nsegs && ob->segs[i].at <= pos &&
+	       pos - ob->segs[i].at < ob->segs[i].ob->len;
+}
+
+/*
+ * The obuf that holds byte @pos of @c's buffer, and @pos in it: the buffer
+ * itself, or the piece of a composite (a fused group's buffers, end to
+ * end): the one found last or the next (a chunk walks forward), else found
+ * by bisection.
+ */
+static const struct coll_obuf *coll_cur_piece(const struct coll_cur *c,
+					      u64 *pos)
+{
+	const struct coll_obuf *ob = c->ob;
+	u32 lo = c->hint ? *c->hint : 0, hi, mid;
+
+	if (!ob->segs)
+		return ob;
+	if (!coll_oseg_has(ob, lo, *pos)) {
+		if (coll_oseg_has(ob, lo + 1, *pos)) {
+			lo++;
+		} else {
+			lo = 0;
+			hi = ob->nsegs;
+			while (hi - lo > 1) {
+				mid = lo + (hi - lo) / 2;
+				if (ob->segs[mid].at <= *pos)
+					lo = mid;
+				else
+					hi = mid;
+			}
+		}
+		if (c->hint)
+			*c->hint = lo;
+	}
+	*pos -= ob->segs[lo].at;
+	return ob->segs[lo].ob;
+}
+
+/* Bytes from @done on within one page (and one piece) of the buffer. */
 static unsigned int coll_cur_page_left(const struct coll_cur *c, u64 done)
 {
+	const struct coll_obuf *ob;
+	u64 pos = c->pos + done;
+	unsigned int left;
+
 	if (c->lin)
 		return UINT_MAX;
-	return PAGE_SIZE - offset_in_page(c->ob->first_off + c->pos + done);
+	ob = coll_cur_piece(c, &pos);
+	left = PAGE_SIZE - offset_in_page(ob->first_off + pos);
+	return min_t(u64, left, ob->len - pos);
 }
 
 static void *coll_cur_map(const struct coll_cur *c, u64 done)
 {
-	u64 at;
+	const struct coll_obuf *ob;
+	u64 pos = c->pos + done, at;
 
 	if (c->lin)
 		return c->lin + done;
-	at = c->ob->first_off + c->pos + done;
-	return kmap_local_page(coll_obuf_page(c->ob, at >> PAGE_SHIFT)) +
+	ob = coll_cur_piece(c, &pos);
+	at = ob->first_off + pos;
+	return kmap_local_page(coll_obuf_page(ob, at >> PAGE_SHIFT)) +
 	       offset_in_page(at);
 }
 
@@ -107,6 +159,15 @@ static void coll_swap_bytes(u8 *a, u8 *b, unsigned int len)
 	}
 }
 
+/*
+ * Bytes reduced in one FPU section, over as many windows as that takes:
+ * a section per window cost as much as a 1 KiB window's sum under TCG
+ * (kernel_fpu_begin() and two LDMXCSRs: a fused group's pieces make such
+ * windows), while preemption stays off for no longer than a few
+ * microseconds on hardware.
+ */
+#define COLL_FPU_SPAN	(16 * 1024U)
+
 /* Sources of a chunk resolved once, before its windows (the rest each time). */
 #define COLL_RANGE_SRCS 8
 
@@ -118,6 +179,7 @@ struct coll_range {
 	struct coll_cur dst;
 	struct coll_cur src[COLL_RANGE_SRCS];
 	u32 nsrc;		/* of them resolved */
+	u32 hint[COLL_RANGE_SRCS + 1];	/* theirs (coll_cur_piece()) */
 	coll_reduce_fn fn;
 	bool fpu;
 	bool avg;
@@ -185,7 +247,8 @@ static void coll_range_window(const struct coll_range *r, u64 done,
 	a = coll_cur_map(&s, done);
 	switch (st->kind) {
 	case COLL_STEP_COPY:
-		coll_copy(d, a, len);
+		if (d != a)	/* a composite's piece in place */
+			coll_copy(d, a, len);
 		coll_cur_unmap(&s, a);
 		break;
 	case COLL_STEP_SWAP:
@@ -212,6 +275,75 @@ static void coll_range_window(const struct coll_range *r, u64 done,
 	coll_cur_unmap(&r->dst, d);
 }
 
+/*
+ * Map @c's buffer at @done; in *@left the bytes from there within one page
+ * (and one piece) of it.
+ */
+static void *coll_cur_map_left(const struct coll_cur *c, u64 done,
+			       unsigned int *left)
+{
+	const struct coll_obuf *ob;
+	u64 pos = c->pos + done, at;
+
+	if (c->lin) {
+		*left = UINT_MAX;
+		return c->lin + done;
+	}
+	ob = coll_cur_piece(c, &pos);
+	at = ob->first_off + pos;
+	*left = min_t(u64, PAGE_SIZE - offset_in_page(at), ob->len - pos);
+	return kmap_local_page(coll_obuf_page(ob, at >> PAGE_SHIFT)) +
+	       offset_in_page(at);
+}
+
+/*
+ * The next window of a chunk whose sources are all resolved (at most
+ * COLL_RANGE_SRCS): each buffer found and mapped once, the window as long
+ * as every one allows, at most @len.  Return: its bytes, or 0 if an
+ * element straddles a page boundary there (nothing done).
+ */
+static unsigned int coll_range_step(const struct coll_range *r, u64 done,
+				    unsigned int len)
+{
+	const struct coll_step *st = r->ch->step;
+	unsigned int es = r->task->esize, left;
+	void *p[COLL_RANGE_SRCS + 1];
+	u32 j, ns = st->nsrc;
+	size_t n;
+
+	p[0] = coll_cur_map_left(&r->dst, done, &left);
+	len = min(len, left);
+	for (j = 0; j < ns; j++) {
+		p[j + 1] = coll_cur_map_left(&r->src[j], done, &left);
+		len = min(len, left);
+	}
+	len -= len % es;
+	n = len / es;
+	if (n) {
+		switch (st->kind) {
+		case COLL_STEP_COPY:
+			if (p[0] != p[1])	/* a composite's piece in place */
+				coll_copy(p[0], p[1], len);
+			break;
+		case COLL_STEP_SWAP:
+			coll_swap_bytes(p[0], p[1], len);
+			break;
+		case COLL_STEP_REDUCE:
+			r->fn(p[0], p[1], p[2], n);
+			for (j = 2; j < ns; j++)
+				r->fn(p[0], p[0], p[j + 1], n);
+			if (r->avg)
+				coll_reduce_div(r->task->desc.dtype, p[0], n,
+						r->task->nranks);
+			break;
+		}
+	}
+	for (j = ns; j > 0; j--)
+		coll_cur_unmap(&r->src[j - 1], p[j]);
+	coll_cur_unmap(&r->dst, p[0]);
+	return len;
+}
+
 /* Elements [ch->elem, ch->elem + ch->n) of one instance. */
 static void coll_xport_local_chunk(struct coll_task *task,
 				   const struct coll_chunk *ch,
@@ -219,7 +351,7 @@ static void coll_xport_local_chunk(struct coll_task *task,
 {
 	const struct coll_step *st = ch->step;
 	struct coll_range r = { .task = task, .ch = ch, .remote = remote };
-	unsigned int es = task->esize;
+	unsigned int es = task->esize, fpu_left = 0;
 	u64 done = 0, total = ch->n * es;
 	struct coll_place p;
 	struct coll_cur s;
@@ -227,8 +359,11 @@ static void coll_xport_local_chunk(struct coll_task *task,
 
 	coll_step_inst(task->sched, st, ch->a, ch->b, &p);
 	r.dst = coll_cur_of(task, &p, ch->elem);
-	for (j = 0; j < min_t(u32, st->nsrc, COLL_RANGE_SRCS); j++)
+	r.dst.hint = &r.hint[COLL_RANGE_SRCS];
+	for (j = 0; j < min_t(u32, st->nsrc, COLL_RANGE_SRCS); j++) {
 		r.src[j] = coll_range_resolve(&r, j);
+		r.src[j].hint = &r.hint[j];
+	}
 	r.nsrc = j;
 	s = coll_range_src(&r, 0);
 	if (st->kind == COLL_STEP_COPY && !s.lin && s.ob == r.dst.ob &&
@@ -244,21 +379,31 @@ static void coll_xport_local_chunk(struct coll_task *task,
 	while (done < total) {
 		unsigned int len = min_t(u64, total - done, PAGE_SIZE);
 
-		len = min(len, coll_cur_page_left(&r.dst, done));
-		for (j = 0; j < st->nsrc; j++) {
-			s = coll_range_src(&r, j);
-			len = min(len, coll_cur_page_left(&s, done));
-		}
-		len -= len % es;
-		if (r.fpu)
+		if (r.fpu && !fpu_left) {
 			coll_fpu_begin();
-		if (len)
-			coll_range_window(&r, done, len);
-		else
+			fpu_left = COLL_FPU_SPAN;
+		}
+		if (st->nsrc <= COLL_RANGE_SRCS) {
+			len = coll_range_step(&r, done, len);
+		} else {
+			len = min(len, coll_cur_page_left(&r.dst, done));
+			for (j = 0; j < st->nsrc; j++) {
+				s = coll_range_src(&r, j);
+				len = min(len, coll_cur_page_left(&s, done));
+			}
+			len -= len % es;
+			if (len)
+				coll_range_window(&r, done, len);
+		}
+		if (!len)
 			coll_range_bounce(&r, done);
+		done += len ? len : es;
+		fpu_left -= min(fpu_left, len ? len : es);
+		if (fpu_left && done < total)
+			continue;
 		if (r.fpu)
 			kernel_fpu_end();
-		done += len ? len : es;
+		fpu_left = 0;
 	}
 }
 

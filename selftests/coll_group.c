@@ -6,7 +6,12 @@
  *  - abi: every field of struct coll_group and of its ops validated, each
  *    with its documented errno, and every failed call leaves every receive
  *    buffer of the group as it was and the communicator usable (one rank);
- *  - no_pins: a group of fused AllReduces pins nothing (COLL_INFO);
+ *  - fused_pins: a group of fused AllReduces on one host runs on its own
+ *    pages, pinned once through the registration cache: the first call
+ *    pins each op's two buffers (one in place), the next finds them all
+ *    pinned and pins nothing (COLL_INFO); a group whose op reads another's
+ *    receive buffer goes through the kernel's bucket instead, nothing
+ *    pinned, every input read before any result is written;
  *  - fused / unfused (2 and 3 ranks, forked): 100 int32 SUM AllReduces of
  *    1..1100 elements (4 KiB and odd sizes) in one group, and the same
  *    with COLL_GROUP_F_NOFUSE, each element checked against the sum
@@ -292,19 +297,62 @@ TEST_F(one, larger_op_size)
 	free(x);
 }
 
-TEST_F(one, no_pins)
+TEST_F(one, fused_pins)
 {
-	struct coll_info a, b;
+	struct coll_info a, b, c;
+	int k;
 
 	ASSERT_EQ(0, st_info(self->fd, &a));
 	ASSERT_EQ(0, group_call(self->fd, self->comm, self->ops, NOPS, 0));
 	ASSERT_EQ(0, st_info(self->fd, &b));
 	EXPECT_EQ(0, group_check(&self->b, NOPS, 1, 0, "fused"));
-	/* 100 AllReduces of at most 4400 bytes: fused, nothing pinned */
+	/* 100 AllReduces of at most 4400 bytes: one collective, 200 pins */
+	EXPECT_EQ(a.out_reg_misses + 2 * NOPS, b.out_reg_misses);
+	EXPECT_EQ(a.out_ops_total + 1, b.out_ops_total);
+	/* new inputs, the same buffers: all found pinned, nothing pinned */
+	gen++;
+	group_fill(&self->b, self->ops, NOPS, self->comm, 0);
+	ASSERT_EQ(0, group_call(self->fd, self->comm, self->ops, NOPS, 0));
+	ASSERT_EQ(0, st_info(self->fd, &c));
+	EXPECT_EQ(0, group_check(&self->b, NOPS, 1, 0, "fused again"));
+	EXPECT_EQ(b.out_reg_misses, c.out_reg_misses);
+	EXPECT_EQ(b.out_reg_hits + 2 * NOPS, c.out_reg_hits);
+	EXPECT_EQ(b.out_pinned_pages, c.out_pinned_pages);
+	EXPECT_EQ(b.out_ops_total + 1, c.out_ops_total);
+
+	/* in place, each op on its receive buffer: pinned already (writable) */
+	gen++;
+	group_fill(&self->b, self->ops, NOPS, self->comm, 0);
+	for (k = 0; k < NOPS; k++) {
+		memcpy(recvp(&self->b, k), sendp(&self->b, k),
+		       op_count(k) * sizeof(int32_t));
+		self->ops[k].sendbuf = self->ops[k].recvbuf;
+	}
+	ASSERT_EQ(0, group_call(self->fd, self->comm, self->ops, NOPS, 0));
+	ASSERT_EQ(0, st_info(self->fd, &a));
+	EXPECT_EQ(0, group_check(&self->b, NOPS, 1, 0, "fused in place"));
+	EXPECT_EQ(c.out_reg_misses, a.out_reg_misses);
+	EXPECT_EQ(c.out_reg_hits + NOPS, a.out_reg_hits);
+
+	/*
+	 * Op 2 reads op 1's receive buffer: the bucket, which reads every
+	 * input before it writes; nothing pinned or found pinned.
+	 */
+	gen++;
+	group_fill(&self->b, self->ops, NOPS, self->comm, 0);
+	self->ops[2].sendbuf = (uintptr_t)recvp(&self->b, 1);
+	ASSERT_EQ(1024, op_count(1));
+	ASSERT_EQ(1024, op_count(2));
+	ASSERT_EQ(0, group_call(self->fd, self->comm, self->ops, NOPS, 0));
+	ASSERT_EQ(0, st_info(self->fd, &b));
 	EXPECT_EQ(a.out_reg_misses, b.out_reg_misses);
 	EXPECT_EQ(a.out_reg_hits, b.out_reg_hits);
-	EXPECT_EQ(a.out_pinned_pages, b.out_pinned_pages);
-	EXPECT_EQ(a.out_ops_total + 1, b.out_ops_total);
+	EXPECT_EQ(val(0, 1, 0), recvp(&self->b, 1)[0]);
+	EXPECT_EQ(val(0, 1, 1023), recvp(&self->b, 1)[1023]);
+	EXPECT_EQ(POISON, recvp(&self->b, 2)[0]);
+	EXPECT_EQ(POISON, recvp(&self->b, 2)[1023]);
+	EXPECT_EQ(val(0, 3, 5), recvp(&self->b, 3)[5]);
+
 	/* unfused: one collective per op, their buffers pinned (cached) */
 	ASSERT_EQ(0, group_call(self->fd, self->comm, self->ops, NOPS,
 				COLL_GROUP_F_NOFUSE));

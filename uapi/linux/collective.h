@@ -618,14 +618,20 @@ struct coll_comm_query {
  *
  * Unless %COLL_GROUP_F_NOFUSE, the AllReduces of at most
  * %COLL_GROUP_FUSE_BYTES (count > 0) with the same dtype, redop and algo
- * are fused: copied at the call into a kernel buffer per rank of up to
- * %COLL_GROUP_BUCKET_BYTES, reduced there in one collective, and copied to
- * their receive buffers once it is done.  Their buffers are not pinned;
- * their receive buffers are faulted in for writing at the call (EFAULT
- * then, with nothing done).  The other ops are pinned and run one
- * collective each, as by COLL_SUBMIT.  The fusion rule is part of the ABI,
- * so that every host of a communicator makes the same collectives of a
- * group.
+ * are fused, up to %COLL_GROUP_BUCKET_BYTES per rank at a time, each such
+ * bucket reduced by one collective.  In a communicator of one host that
+ * collective runs on their own pages: their buffers are pinned as
+ * COLL_SUBMIT pins them (through the registration cache, charged to
+ * RLIMIT_MEMLOCK; a loop that reuses them pins nothing after its first
+ * call), nothing is copied.  Otherwise (across hosts; an op's buffer
+ * overlapping another op's receive buffer; more buffers than the
+ * registration cache keeps; a pin that fails) they are copied at the call
+ * into a kernel buffer per rank, reduced there, and copied to their
+ * receive buffers once it is done: not pinned, their receive buffers
+ * faulted in for writing at the call (EFAULT then, with nothing done).
+ * The other ops are pinned and run one collective each, as by
+ * COLL_SUBMIT.  The fusion rule is part of the ABI, so that every host of
+ * a communicator makes the same collectives of a group.
  *
  * Errors: those of COLL_SUBMIT, for the group as a whole: an op that does
  * not validate fails the call with nothing done (EINVAL also for an op
@@ -635,8 +641,8 @@ struct coll_comm_query {
  * collectives in flight on this host (after fusion), which it never can if
  * it alone makes more.  Once every collective was accepted, a failure of
  * one (a peer died) leaves the ops that completed before it written; a
- * fused receive buffer unmapped meanwhile gives EFAULT with the others
- * written.
+ * fused receive buffer of the kernel's buffer unmapped meanwhile gives
+ * EFAULT with the others written.
  */
 struct coll_group {
 	__u32 size;
