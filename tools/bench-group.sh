@@ -9,15 +9,13 @@
 # Prints each figure and the ratio of each group to the separate calls;
 # the target of the issue is 100 x 4 KiB fused >= 5x.
 #
-# Beside each batch, its bounds (C = min(ranks, CPUs); B_C and R_C what C
+# Beside each batch, its bound (C = min(ranks, CPUs); B_C and R_C what C
 # CPUs copy and reduce together, measured here by memcpy_bw -t C with
-# buffers of the batch's bytes S = ops x bytes; P ranks):
-#   bound: the batch's AllReduce, (P-1) S (1/R_C + 1/B_C), as bench-large
-#     counts it: no form can take less, so calls / bound is the largest
-#     speed-up any form could have over the calls;
-#   fused bound: that plus what a fused group of this module also does,
-#     every rank copying its S bytes into the kernel's bucket and the
-#     results out, 2 P S / B_C.
+# buffers of the batch's bytes S = ops x bytes; P ranks): the batch's
+# AllReduce, (P-1) S (1/R_C + 1/B_C), as bench-large counts it.  No form
+# can take less: calls / bound is the largest speed-up any form could have
+# over the calls, and bound / fused how close the fused group (on one
+# host, one AllReduce over the ops' own pinned pages) comes to it.
 #
 #   selftests/rig/vm.sh --name bench-group --mem 2G -- tools/bench-group.sh
 #
@@ -64,13 +62,11 @@ bounds() {
 	/^  group, fused/ { fused = $(NF - 2) }
 	END {
 		bnd = (n - 1) * s * (1 / (r * 1e9) + 1 / (b * 1e9)) * 1e6
-		fb = bnd + 2 * n * s / (b * 1e9) * 1e6
 		printf "# bound (%d CPUs at once, %d B each: copy %.2f GB/s, sum %.2f GB/s): %.1f us a batch (%.2f us/op)", C, s, b, r, bnd, bnd / k
 		if (calls > 0)
 			printf "; calls / bound %.2fx", calls / bnd
-		printf "\n# fused bound (copies into and out of the bucket too): %.1f us a batch (%.2f us/op)", fb, fb / k
 		if (fused > 0)
-			printf "; fused / fused bound %.2f, calls / fused bound %.2fx", fb / fused, calls / fb
+			printf "; bound / fused %.2f", bnd / fused
 		printf "\n"
 	}' "$out"
 }
