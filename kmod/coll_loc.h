@@ -929,6 +929,7 @@ struct coll_obuf {
 	unsigned long npages;
 	unsigned long nleaves;
 	unsigned int first_off;		/* offset of the buffer in page 0 */
+	void *vaddr;			/* the pages vmapped, or NULL */
 	u64 len;
 	bool writable;
 	bool kernel;			/* kernel pages (a snapshot), not pinned */

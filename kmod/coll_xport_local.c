@@ -2,11 +2,13 @@
 /*
  * The local transport: data movement between the pinned pages of ranks of
  * this host, by a single copy (no staging).  A chunk is walked in windows
- * that lie within one page of every buffer involved, each mapped with
- * kmap_local_page(); an element that straddles a page boundary in some
- * buffer goes through the stack.  Reductions run inside coll_fpu_begin()
- * and kernel_fpu_end() when the kernel needs the FPU, one section per
- * COLL_FPU_SPAN bytes.
+ * of at most COLL_WINDOW_MAX bytes that lie within one page of every buffer
+ * that is not vmapped (coll_obuf.c maps pinned buffers of two pages or
+ * more contiguously) and within one piece of a composite; a page is mapped
+ * with kmap_local_page().  An element that straddles a page boundary in
+ * some buffer goes through the stack.  Reductions run inside
+ * coll_fpu_begin() and kernel_fpu_end() when the kernel needs the FPU, one
+ * section per COLL_FPU_SPAN bytes (a window no longer than that).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -79,37 +81,52 @@ static const struct coll_obuf *coll_cur_piece(const struct coll_cur *c,
 	return ob->segs[lo].ob;
 }
 
-/* Bytes from @done on within one page (and one piece) of the buffer. */
-static unsigned int coll_cur_page_left(const struct coll_cur *c, u64 done)
-{
-	const struct coll_obuf *ob;
-	u64 pos = c->pos + done;
-	unsigned int left;
-
-	if (c->lin)
-		return UINT_MAX;
-	ob = coll_cur_piece(c, &pos);
-	left = PAGE_SIZE - offset_in_page(ob->first_off + pos);
-	return min_t(u64, left, ob->len - pos);
-}
-
-static void *coll_cur_map(const struct coll_cur *c, u64 done)
+/*
+ * Map @c's buffer at @done; in *@left the bytes from there within one page
+ * of it (all the rest of it if vmapped), and one piece.
+ */
+static void *coll_cur_map_left(const struct coll_cur *c, u64 done,
+			       unsigned int *left)
 {
 	const struct coll_obuf *ob;
 	u64 pos = c->pos + done, at;
 
-	if (c->lin)
+	if (c->lin) {
+		*left = UINT_MAX;
 		return c->lin + done;
+	}
 	ob = coll_cur_piece(c, &pos);
 	at = ob->first_off + pos;
+	if (ob->vaddr) {
+		*left = min_t(u64, ob->len - pos, UINT_MAX);
+		return ob->vaddr + at;
+	}
+	*left = min_t(u64, PAGE_SIZE - offset_in_page(at), ob->len - pos);
 	return kmap_local_page(coll_obuf_page(ob, at >> PAGE_SHIFT)) +
 	       offset_in_page(at);
 }
 
 static void coll_cur_unmap(const struct coll_cur *c, void *p)
 {
-	if (!c->lin)
+	if (!c->lin && !is_vmalloc_addr(p))
 		kunmap_local(p);
+}
+
+/* Bytes from @done on within one window of the buffer (as mapped). */
+static unsigned int coll_cur_page_left(const struct coll_cur *c, u64 done)
+{
+	unsigned int left;
+	void *p = coll_cur_map_left(c, done, &left);
+
+	coll_cur_unmap(c, p);
+	return left;
+}
+
+static void *coll_cur_map(const struct coll_cur *c, u64 done)
+{
+	unsigned int left;
+
+	return coll_cur_map_left(c, done, &left);
 }
 
 /* Byte copies for an element that straddles a page boundary. */
@@ -167,6 +184,13 @@ static void coll_swap_bytes(u8 *a, u8 *b, unsigned int len)
  * microseconds on hardware.
  */
 #define COLL_FPU_SPAN	(16 * 1024U)
+
+/*
+ * The longest window: copies of vmapped buffers in windows of 16 pages
+ * (their per-window cost then a few per cent of the copy's under TCG);
+ * chunks are sized for the cache already.
+ */
+#define COLL_WINDOW_MAX	(64 * 1024U)
 
 /* Sources of a chunk resolved once, before its windows (the rest each time). */
 #define COLL_RANGE_SRCS 8
@@ -276,27 +300,6 @@ static void coll_range_window(const struct coll_range *r, u64 done,
 }
 
 /*
- * Map @c's buffer at @done; in *@left the bytes from there within one page
- * (and one piece) of it.
- */
-static void *coll_cur_map_left(const struct coll_cur *c, u64 done,
-			       unsigned int *left)
-{
-	const struct coll_obuf *ob;
-	u64 pos = c->pos + done, at;
-
-	if (c->lin) {
-		*left = UINT_MAX;
-		return c->lin + done;
-	}
-	ob = coll_cur_piece(c, &pos);
-	at = ob->first_off + pos;
-	*left = min_t(u64, PAGE_SIZE - offset_in_page(at), ob->len - pos);
-	return kmap_local_page(coll_obuf_page(ob, at >> PAGE_SHIFT)) +
-	       offset_in_page(at);
-}
-
-/*
  * The next window of a chunk whose sources are all resolved (at most
  * COLL_RANGE_SRCS): each buffer found and mapped once, the window as long
  * as every one allows, at most @len.  Return: its bytes, or 0 if an
@@ -377,12 +380,14 @@ static void coll_xport_local_chunk(struct coll_task *task,
 	}
 
 	while (done < total) {
-		unsigned int len = min_t(u64, total - done, PAGE_SIZE);
+		unsigned int len = min_t(u64, total - done, COLL_WINDOW_MAX);
 
 		if (r.fpu && !fpu_left) {
 			coll_fpu_begin();
 			fpu_left = COLL_FPU_SPAN;
 		}
+		if (r.fpu)	/* a multiple of the element, as every window */
+			len = min(len, fpu_left);
 		if (st->nsrc <= COLL_RANGE_SRCS) {
 			len = coll_range_step(&r, done, len);
 		} else {

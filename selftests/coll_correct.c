@@ -2475,7 +2475,9 @@ MATRIX_TEST(alltoall, COLL_ALLTOALL)
  *  - memcpy, words: copy_kernel = 0 or 1, the local transport's copies
  *    through the kernel's memcpy() or its unrolled loop of 8-byte words,
  *    whatever the module chose at load (solo_bytes = 0, so that every
- *    rank's thread copies).
+ *    rank's thread copies);
+ *  - pages: obuf_vmap = 0, pinned buffers walked page by page (not
+ *    vmapped), elements that straddle a page going through the stack.
  * The setup writes the parameters (after reading the values they had)
  * before any rank is spawned and the teardown puts the old values back,
  * also when the test failed; a parameter that cannot be written SKIPs.
@@ -2484,10 +2486,12 @@ MATRIX_TEST(alltoall, COLL_ALLTOALL)
  */
 #define PARAM_DIR	"/sys/module/collective/parameters"
 
-enum { PRM_SOLO, PRM_EXEC_CHUNK, PRM_RING_CHUNK, PRM_COPY, PRM_NUM };
+enum { PRM_SOLO, PRM_EXEC_CHUNK, PRM_RING_CHUNK, PRM_COPY, PRM_VMAP,
+       PRM_NUM };
 
 static const char *const param_names[PRM_NUM] = {
 	"solo_bytes", "exec_chunk_bytes", "ring_chunk_bytes", "copy_kernel",
+	"obuf_vmap",
 };
 
 /* 0 or -errno; the value without its newline. */
@@ -2582,31 +2586,37 @@ FIXTURE_VARIANT(paths) {
 #define SOLO_ALL	0xffffffffLL
 
 FIXTURE_VARIANT_ADD(paths, solo_ranks2) {
-	.nranks = 2, .val = { SOLO_ALL, -1, -1, -1 }, .algo = -1, .off = 1,
+	.nranks = 2, .val = { SOLO_ALL, -1, -1, -1, -1 }, .algo = -1,
+	.off = 1,
 };
 FIXTURE_VARIANT_ADD(paths, solo_ranks4) {
-	.nranks = 4, .val = { SOLO_ALL, -1, -1, -1 }, .algo = -1, .off = 5,
+	.nranks = 4, .val = { SOLO_ALL, -1, -1, -1, -1 }, .algo = -1,
+	.off = 5,
 };
 FIXTURE_VARIANT_ADD(paths, coop_ranks2) {
-	.nranks = 2, .val = { 0, -1, -1, -1 }, .algo = -1, .off = 2,
+	.nranks = 2, .val = { 0, -1, -1, -1, -1 }, .algo = -1, .off = 2,
 };
 FIXTURE_VARIANT_ADD(paths, coop_ranks4) {
-	.nranks = 4, .val = { 0, -1, -1, -1 }, .algo = -1, .off = 6,
+	.nranks = 4, .val = { 0, -1, -1, -1, -1 }, .algo = -1, .off = 6,
 };
 FIXTURE_VARIANT_ADD(paths, ring_ranks2) {
-	.nranks = 2, .val = { 0, 4096, 4096, -1 }, .algo = COLL_ALGO_RING,
+	.nranks = 2, .val = { 0, 4096, 4096, -1, -1 }, .algo = COLL_ALGO_RING,
 	.off = 3,
 };
 FIXTURE_VARIANT_ADD(paths, ring_ranks4) {
-	.nranks = 4, .val = { 0, 4096, 4096, -1 }, .algo = COLL_ALGO_RING,
+	.nranks = 4, .val = { 0, 4096, 4096, -1, -1 }, .algo = COLL_ALGO_RING,
 	.off = 7,
 };
 
 FIXTURE_VARIANT_ADD(paths, memcpy_ranks2) {
-	.nranks = 2, .val = { 0, -1, -1, 0 }, .algo = -1, .off = 4,
+	.nranks = 2, .val = { 0, -1, -1, 0, -1 }, .algo = -1, .off = 4,
 };
 FIXTURE_VARIANT_ADD(paths, words_ranks4) {
-	.nranks = 4, .val = { 0, -1, -1, 1 }, .algo = -1, .off = 8,
+	.nranks = 4, .val = { 0, -1, -1, 1, -1 }, .algo = -1, .off = 8,
+};
+
+FIXTURE_VARIANT_ADD(paths, pages_ranks2) {
+	.nranks = 2, .val = { 0, -1, -1, -1, 0 }, .algo = -1, .off = 5,
 };
 
 static void paths_restore(struct __test_metadata *_metadata,
