@@ -145,6 +145,9 @@ void coll_regcache_init(struct coll_regcache *rc);
 int coll_regcache_pin(struct coll_file *cf, u64 uaddr, u64 len,
 		      bool writable, struct coll_obuf **out, bool *hit);
 void coll_regcache_unuse(struct coll_reg *e, bool keep);
+u32 coll_regcache_get_segs(struct coll_file *cf, struct coll_obuf *comp,
+			   bool writable);
+void coll_regcache_unuse_segs(struct coll_obuf *comp, bool keep);
 void coll_regcache_flush(struct coll_regcache *rc);
 void coll_regcache_destroy(struct coll_regcache *rc);
 
@@ -170,9 +173,11 @@ struct coll_file {
 	u32 nucmds;			/* their number, reserved included (read unlocked too) */
 	struct coll_regcache rc;	/* pinned buffers kept (coll_regcache.c) */
 	struct coll_obuf *gstage;	/* a fused group's buffer kept (coll_group.c; xchg) */
+	struct coll_gmem *gmem;		/* a group call's arrays kept (coll_group.c; xchg) */
 };
 
 void coll_file_release(struct kref *kref);
+void coll_group_mem_free(struct coll_gmem *gm);
 
 /* coll_acct.c */
 void *coll_kvzalloc(size_t size);
@@ -917,9 +922,14 @@ int coll_uring_flush(struct coll_file *cf, void *id);
 /* coll_obuf.c */
 #define COLL_OBUF_LEAF	(PAGE_SIZE / sizeof(struct page *))
 
-/* A piece of a composite obuf: its bytes [at, at + ob->len). */
+/*
+ * A piece of a composite obuf: its bytes [at, at + len), those of user
+ * range [uaddr, uaddr + len) pinned as @ob (NULL while being built).
+ */
 struct coll_oseg {
 	u64 at;
+	u64 uaddr;
+	u64 len;
 	struct coll_obuf *ob;
 	bool own;			/* the composite holds @ob's use */
 };

@@ -162,6 +162,7 @@ void coll_file_release(struct kref *kref)
 
 	coll_regcache_destroy(&cf->rc);
 	coll_obuf_release(cf->gstage);
+	coll_group_mem_free(cf->gmem);
 	xa_destroy(&cf->members);
 	xa_destroy(&cf->reqs);
 	mutex_destroy(&cf->lock);

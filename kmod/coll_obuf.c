@@ -427,6 +427,13 @@ void coll_obuf_release(struct coll_obuf *ob)
 	coll_kvfree(ob, sizeof(*ob));
 }
 
+/* A composite and its pieces, in one allocation. */
+static size_t coll_obuf_composite_bytes(u32 maxsegs)
+{
+	return size_add(sizeof(struct coll_obuf),
+			array_size(maxsegs, sizeof(struct coll_oseg)));
+}
+
 /**
  * coll_obuf_composite() - an empty composite obuf
  * @maxsegs: the pieces it may get (1 or more)
@@ -443,14 +450,11 @@ int coll_obuf_composite(u32 maxsegs, struct coll_obuf **out)
 {
 	struct coll_obuf *ob;
 
-	ob = coll_kvzalloc(sizeof(*ob));
+	/* one allocation: the pieces right after the obuf */
+	ob = coll_kvzalloc(coll_obuf_composite_bytes(maxsegs));
 	if (!ob)
 		return -ENOMEM;
-	ob->segs = coll_kvzalloc(array_size(maxsegs, sizeof(*ob->segs)));
-	if (!ob->segs) {
-		coll_kvfree(ob, sizeof(*ob));
-		return -ENOMEM;
-	}
+	ob->segs = (struct coll_oseg *)(ob + 1);
 	ob->maxsegs = maxsegs;
 	ob->kernel = true;	/* charges nothing of its own */
 	*out = ob;
@@ -462,6 +466,5 @@ void coll_obuf_composite_free(struct coll_obuf *ob)
 {
 	if (!ob)
 		return;
-	coll_kvfree(ob->segs, array_size(ob->maxsegs, sizeof(*ob->segs)));
-	coll_kvfree(ob, sizeof(*ob));
+	coll_kvfree(ob, coll_obuf_composite_bytes(ob->maxsegs));
 }

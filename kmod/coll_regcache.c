@@ -350,6 +350,57 @@ int coll_regcache_pin(struct coll_file *cf, u64 uaddr, u64 len,
 	return 0;
 }
 
+/**
+ * coll_regcache_get_segs() - find a composite's pieces pinned, in one go
+ * @cf: the caller's descriptor
+ * @comp: a composite whose own pieces have uaddr and len set and ob NULL
+ * @writable: the kernel will write to them
+ *
+ * What coll_regcache_pin() does on a hit, for every own piece, under one
+ * hold of the lock (a fused group's buffers: taking it twice per buffer
+ * was a quarter of a 2-rank group of 100 x 4 KiB AllReduces under TCG).
+ * A piece found gets its obuf (in use, given back by coll_sub_unpin());
+ * the others keep ob NULL, for coll_sub_pin_buf() to pin.
+ *
+ * Locks: takes cf->rc.lock (letting it go when the CPU is wanted).
+ *
+ * Return: the pieces found.
+ */
+u32 coll_regcache_get_segs(struct coll_file *cf, struct coll_obuf *comp,
+			   bool writable)
+{
+	struct coll_regcache *rc = &cf->rc;
+	struct coll_oseg *sg;
+	struct coll_reg *e;
+	LIST_HEAD(drop);
+	u32 i, hits = 0;
+
+	if (!READ_ONCE(coll_reg_cache) || !current->mm ||
+	    !coll_regcache_mine(rc))
+		return 0;
+	spin_lock(&rc->lock);
+	for (i = 0; i < comp->nsegs; i++) {
+		sg = &comp->segs[i];
+		if (!sg->own || sg->ob)
+			continue;
+		e = coll_regcache_find(rc, sg->uaddr, sg->len, writable);
+		if (e) {
+			e->users++;
+			kref_get(&e->kref);
+			list_move_tail(&e->node, &rc->entries);
+			sg->ob = e->ob;
+			hits++;
+		}
+		if (!(i % 32))
+			cond_resched_lock(&rc->lock);
+	}
+	list_splice_init(&rc->stale, &drop);	/* reap at each operation */
+	spin_unlock(&rc->lock);
+	coll_reg_put_list(&drop);
+	atomic64_add(hits, &coll_stats.reg_hits);
+	return hits;
+}
+
 /*
  * Link an entry whose call ended well, unless it was invalidated since its
  * pin, one like it is there already, or there is no room.  Return whether
@@ -402,6 +453,62 @@ void coll_regcache_unuse(struct coll_reg *e, bool keep)
 	coll_reg_put_list(&drop);
 	if (!cached)
 		kref_put(&e->kref, coll_reg_free);
+}
+
+/* A composite's own piece from the cache? */
+static bool coll_oseg_cached(const struct coll_oseg *sg)
+{
+	return sg->own && sg->ob && sg->ob->reg;
+}
+
+/**
+ * coll_regcache_unuse_segs() - a call is done with a composite's pieces
+ * @comp: the composite; its own pieces from the cache are given back
+ *        (ob->reg), the others left for the caller
+ * @keep: as for coll_regcache_unuse()
+ *
+ * coll_regcache_unuse() for each, the lock taken once for them all.  May
+ * sleep.
+ *
+ * Locks: takes the cache's lock.
+ */
+void coll_regcache_unuse_segs(struct coll_obuf *comp, bool keep)
+{
+	struct coll_regcache *rc = NULL;
+	struct coll_reg *e;
+	LIST_HEAD(drop);
+	u32 i;
+
+	for (i = 0; i < comp->nsegs && !rc; i++)
+		if (coll_oseg_cached(&comp->segs[i]))
+			rc = comp->segs[i].ob->reg->rc;
+	if (!rc)
+		return;
+	spin_lock(&rc->lock);
+	for (i = 0; i < comp->nsegs; i++) {
+		if (!coll_oseg_cached(&comp->segs[i]))
+			continue;
+		e = comp->segs[i].ob->reg;
+		if (WARN_ON_ONCE(e->rc != rc))
+			continue;	/* one descriptor's: never */
+		e->users--;
+		if (e->pending) {
+			e->pending = false;
+			/* the cache's own reference, as the caller's goes */
+			if (keep && coll_regcache_link(rc, e, &drop))
+				kref_get(&e->kref);
+		}
+	}
+	spin_unlock(&rc->lock);
+	coll_reg_put_list(&drop);
+	for (i = 0; i < comp->nsegs; i++) {
+		struct coll_obuf *ob = comp->segs[i].ob;
+
+		if (!coll_oseg_cached(&comp->segs[i]) || ob->reg->rc != rc)
+			continue;
+		comp->segs[i].ob = NULL;	/* given back */
+		kref_put(&ob->reg->kref, coll_reg_free);
+	}
 }
 
 /**

@@ -38,8 +38,10 @@ static void coll_sub_put_composite(struct coll_sub *sub, struct coll_obuf *ob,
 {
 	u32 i;
 
+	coll_regcache_unuse_segs(ob, keep);	/* the cache's, at once */
 	for (i = 0; i < ob->nsegs; i++)
-		if (ob->segs[i].own && !WARN_ON_ONCE(ob->segs[i].ob->segs))
+		if (ob->segs[i].own && ob->segs[i].ob &&
+		    !WARN_ON_ONCE(ob->segs[i].ob->segs))
 			coll_sub_put_obuf(sub, ob->segs[i].ob, keep);
 	coll_obuf_composite_free(ob);
 }
