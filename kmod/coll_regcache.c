@@ -251,6 +251,15 @@ static bool coll_regcache_mine(struct coll_regcache *rc)
 	return mine;
 }
 
+/* A hit: one more user, one more reference, most recently used. */
+static void coll_reg_use_locked(struct coll_regcache *rc, struct coll_reg *e)
+{
+	lockdep_assert_held(&rc->lock);
+	e->users++;
+	kref_get(&e->kref);
+	list_move_tail(&e->node, &rc->entries);
+}
+
 /**
  * coll_regcache_pin() - a pinned obuf for a user range, from the cache
  * @cf: the caller's descriptor
@@ -289,11 +298,8 @@ int coll_regcache_pin(struct coll_file *cf, u64 uaddr, u64 len,
 
 	spin_lock(&rc->lock);
 	e = coll_regcache_find(rc, uaddr, len, writable);
-	if (e) {
-		e->users++;
-		kref_get(&e->kref);
-		list_move_tail(&e->node, &rc->entries);
-	}
+	if (e)
+		coll_reg_use_locked(rc, e);
 	list_splice_init(&rc->stale, &drop);	/* reap at each operation */
 	spin_unlock(&rc->lock);
 	coll_reg_put_list(&drop);
@@ -385,9 +391,7 @@ u32 coll_regcache_get_segs(struct coll_file *cf, struct coll_obuf *comp,
 			continue;
 		e = coll_regcache_find(rc, sg->uaddr, sg->len, writable);
 		if (e) {
-			e->users++;
-			kref_get(&e->kref);
-			list_move_tail(&e->node, &rc->entries);
+			coll_reg_use_locked(rc, e);
 			sg->ob = e->ob;
 			hits++;
 		}
@@ -426,6 +430,22 @@ static bool coll_regcache_link(struct coll_regcache *rc, struct coll_reg *e,
 	return true;
 }
 
+/*
+ * One user fewer; an entry pinned for the call is linked if @keep and still
+ * valid.  Return whether it was (the cache then needs a reference).
+ */
+static bool coll_reg_unuse_locked(struct coll_regcache *rc,
+				  struct coll_reg *e, bool keep,
+				  struct list_head *drop)
+{
+	lockdep_assert_held(&rc->lock);
+	e->users--;
+	if (!e->pending)
+		return false;
+	e->pending = false;
+	return keep && coll_regcache_link(rc, e, drop);
+}
+
 /**
  * coll_regcache_unuse() - a call is done with a cached obuf
  * @e: its entry (ob->reg)
@@ -440,15 +460,11 @@ static bool coll_regcache_link(struct coll_regcache *rc, struct coll_reg *e,
 void coll_regcache_unuse(struct coll_reg *e, bool keep)
 {
 	struct coll_regcache *rc = e->rc;
-	bool cached = false;
+	bool cached;
 	LIST_HEAD(drop);
 
 	spin_lock(&rc->lock);
-	e->users--;
-	if (e->pending) {
-		e->pending = false;
-		cached = keep && coll_regcache_link(rc, e, &drop);
-	}
+	cached = coll_reg_unuse_locked(rc, e, keep, &drop);
 	spin_unlock(&rc->lock);
 	coll_reg_put_list(&drop);
 	if (!cached)
@@ -491,13 +507,9 @@ void coll_regcache_unuse_segs(struct coll_obuf *comp, bool keep)
 		e = comp->segs[i].ob->reg;
 		if (WARN_ON_ONCE(e->rc != rc))
 			continue;	/* one descriptor's: never */
-		e->users--;
-		if (e->pending) {
-			e->pending = false;
-			/* the cache's own reference, as the caller's goes */
-			if (keep && coll_regcache_link(rc, e, &drop))
-				kref_get(&e->kref);
-		}
+		/* the cache's own reference, as the caller's goes */
+		if (coll_reg_unuse_locked(rc, e, keep, &drop))
+			kref_get(&e->kref);
 	}
 	spin_unlock(&rc->lock);
 	coll_reg_put_list(&drop);
