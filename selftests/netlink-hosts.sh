@@ -236,9 +236,11 @@ guest_main() {
 	# -- per communicator: hier-bytes and busy-poll-us, set before any call -------
 	trace_on coll_busy_poll
 	old=$(newest_comm)
-	COLL_TRANSPORT=rdma xrun percomm 2 -b 65536 -n 4 -w all:8 -H 4
+	rm -f "$T/percomm.go"
+	COLL_TRANSPORT=rdma xrun percomm 2 -b 65536 -n 4 -w "all:60:$T/percomm.go" -H 4
 	s=$(wait_comm "$old" 60)
 	$C tune set comm "$s" hier-bytes 4096 busy-poll-us 200 > "$T/percomm-set.txt" 2>&1
+	touch "$T/percomm.go"	# the ranks here call once it is tuned
 	$C -j tune show comm "$s" > "$T/percomm-tune.json" 2>&1
 	$C -j tune show > "$T/percomm-mod.json" 2>&1
 	coll_wait_file "$T/percomm.ready" 90 || sleep 12
@@ -328,7 +330,11 @@ guest_main() {
 		tune_here peer-timeout-ms "$pt"
 		[ "$pt" = 800 ] && { $C monitor > "$T/mon-pt.txt" 2>&1 & mon=$!; }
 		old=$(newest_comm)
-		COLL_TRANSPORT=tcp xrun "pt$pt" 1 -b 4096 -n 1 -w 1:6
+		# rank 1 (host 1) withholds its call until host 1 sees the
+		# communicator dead (at most 60 s): a fixed delay raced the cut
+		# when host 0 was slow to get there, and the AllReduce completed
+		rm -f "$T/pt$pt.go"
+		COLL_TRANSPORT=tcp xrun "pt$pt" 1 -b 4096 -n 1 -w "1:60:$T/pt$pt.go"
 		s=$(wait_comm "$old" 60)
 		i=0
 		until [ "$($C -j comm show "$s" 2>/dev/null | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null)" = ready ] || [ $i -ge 300 ]; do
@@ -354,6 +360,11 @@ guest_main() {
 					{ tap not_ok "peer-timeout-ms 800: the same fails within 2 s" "rc $rc after $el ms"; say "$T/pt$pt.log"; }
 			fi
 		else
+			i=0
+			while [ "$($C -j comm show "$s" 2>/dev/null | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null)" = ready ] && [ $i -lt 300 ]; do
+				sleep 0.1; i=$((i + 1))
+			done
+			touch "$T/pt$pt.go"
 			xwait
 			rc=$?
 			[ "$rc" != 0 ] && grep -q "$RESET" "$T/pt$pt.log" &&
