@@ -56,6 +56,7 @@
 #define COLL_LOC_H
 
 #include <linux/errno.h>
+#include <linux/hashtable.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -130,10 +131,14 @@ extern unsigned int coll_map_bytes;
 /* coll_regcache.c: the registration cache of a descriptor */
 struct coll_reg;
 
+#define COLL_REG_HASH_BITS	6	/* 64 chains: 4 entries each at 256 */
+
 struct coll_regcache {
 	spinlock_t lock;		/* all below; innermost (see the file) */
 	struct mm_struct *mm;		/* the user's, mmgrab'ed at first use */
 	struct list_head entries;	/* servable, least recently used first */
+	/* the same entries, by address: a lookup, or a miss, walks one chain */
+	DECLARE_HASHTABLE(index, COLL_REG_HASH_BITS);
 	struct list_head stale;		/* invalidated: the cache's ref to drop */
 	u32 nentries;			/* in entries */
 	bool closed;			/* the descriptor is closing */

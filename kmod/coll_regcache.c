@@ -8,7 +8,11 @@
  * child sharing the descriptor after fork) pins uncached, as before.  An
  * entry (struct coll_reg) is a pinned obuf keyed by its exact (address,
  * length, writable); the key is the user's whole range, so a hit needs no
- * new view of the pages.
+ * new view of the pages.  Linked entries are on a list in least recently
+ * used order (for eviction) and in a hash by address (for lookup): a hit
+ * or a miss costs one chain, whatever order a program meets its buffers
+ * in (a list walk cost a miss all 256 entries, and a buffer met out of
+ * LRU order all those before it).
  *
  * Each entry watches its pages with an mmu_interval_notifier, as
  * drivers/infiniband/core/umem_odp.c does: anything that changes what the
@@ -69,6 +73,7 @@ struct coll_reg {
 	struct coll_regcache *rc;	/* in a coll_file we hold a ref on */
 	struct coll_obuf *ob;		/* ob->reg == this */
 	struct list_head node;		/* rc->entries or rc->stale, rc->lock */
+	struct hlist_node hnode;	/* rc->index while linked, rc->lock */
 	u64 uaddr;
 	u64 len;
 	bool writable;
@@ -117,6 +122,7 @@ static void coll_reg_unlink(struct coll_regcache *rc, struct coll_reg *e,
 	lockdep_assert_held(&rc->lock);
 	e->linked = false;
 	rc->nentries--;
+	hash_del(&e->hnode);
 	list_move_tail(&e->node, to);
 }
 
@@ -164,6 +170,7 @@ void coll_regcache_init(struct coll_regcache *rc)
 	spin_lock_init(&rc->lock);
 	INIT_LIST_HEAD(&rc->entries);
 	INIT_LIST_HEAD(&rc->stale);
+	hash_init(rc->index);
 	INIT_WORK(&rc->reap_work, coll_regcache_reap);
 }
 
@@ -173,7 +180,7 @@ static struct coll_reg *coll_regcache_find(struct coll_regcache *rc,
 	struct coll_reg *e;
 
 	lockdep_assert_held(&rc->lock);
-	list_for_each_entry(e, &rc->entries, node)
+	hash_for_each_possible(rc->index, e, hnode, uaddr)
 		if (e->uaddr == uaddr && e->len == len &&
 		    e->writable == writable)
 			return e;
@@ -316,6 +323,7 @@ int coll_regcache_pin(struct coll_file *cf, u64 uaddr, u64 len,
 		return -ENOMEM;
 	kref_init(&e->kref);		/* the caller's */
 	INIT_LIST_HEAD(&e->node);
+	INIT_HLIST_NODE(&e->hnode);
 	e->rc = rc;			/* before the callback may run */
 	e->uaddr = uaddr;
 	e->len = len;
@@ -427,6 +435,7 @@ static bool coll_regcache_link(struct coll_regcache *rc, struct coll_reg *e,
 	e->linked = true;
 	rc->nentries++;
 	list_add_tail(&e->node, &rc->entries);
+	hash_add(rc->index, &e->hnode, e->uaddr);
 	return true;
 }
 
@@ -539,8 +548,10 @@ void coll_regcache_flush(struct coll_regcache *rc)
 
 	spin_lock(&rc->lock);
 	rc->closed = true;
-	list_for_each_entry(e, &rc->entries, node)
+	list_for_each_entry(e, &rc->entries, node) {
 		e->linked = false;
+		hash_del(&e->hnode);
+	}
 	rc->nentries = 0;
 	list_splice_init(&rc->entries, &drop);
 	list_splice_init(&rc->stale, &drop);

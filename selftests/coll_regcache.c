@@ -8,6 +8,10 @@
  * poisoned).
  *
  *  - reuse: the same buffers 20 times: hits after the first call;
+ *  - order: 24 pairs of buffers met forwards, backwards, in a scattered
+ *    order, then again at half their length (other entries at the same
+ *    addresses), backwards: every pass after a first one hits, whatever
+ *    the order;
  *  - munmap then mmap at the same address (MAP_FIXED), new contents;
  *  - MADV_DONTNEED on both buffers, new contents;
  *  - mremap away (a fresh mapping put at the old address, the moved pages
@@ -35,6 +39,7 @@
 #define POISON		0xa5
 #define MEMLOCK_BYTES	(256 << 10)		/* two pairs of buffers fit */
 #define MEMLOCK_PAIRS	12
+#define ORDER_PAIRS	24
 
 enum scenario {
 	S_REUSE,
@@ -43,6 +48,7 @@ enum scenario {
 	S_MREMAP,
 	S_FORK,
 	S_MEMLOCK,
+	S_ORDER,
 };
 
 struct rc_shared {
@@ -77,9 +83,13 @@ static void fill_decoy(int32_t *b)
 		b[i] = -7 - (int32_t)i;
 }
 
-/* One AllReduce of @send into @recv, checked; 0 or a rank exit code. */
-static int allreduce_check(int fd, uint32_t comm, int rank, int iter,
-			   int32_t *send, int32_t *recv, const char *what)
+/*
+ * One AllReduce of the first @n elements of @send into @recv, checked (and
+ * the rest of @recv untouched); 0 or a rank exit code.
+ */
+static int allreduce_check_n(int fd, uint32_t comm, int rank, int iter,
+			     int32_t *send, int32_t *recv, size_t n,
+			     const char *what)
 {
 	struct coll_op op;
 	size_t i;
@@ -88,7 +98,7 @@ static int allreduce_check(int fd, uint32_t comm, int rank, int iter,
 	fill(send, rank, iter);
 	memset(recv, POISON, BUF_BYTES);
 	op = st_op(comm, COLL_ALLREDUCE, COLL_INT32, COLL_SUM, 0, send, recv,
-		   NELEM);
+		   n);
 	r = st_submit(fd, &op);
 	if (r) {
 		st_log("rank %d %s call %d: %s", rank, what, iter,
@@ -97,14 +107,26 @@ static int allreduce_check(int fd, uint32_t comm, int rank, int iter,
 	}
 	for (i = 0; i < NELEM; i++) {
 		int32_t want = val(0, iter, i) + val(1, iter, i);
+		int32_t poison;
 
+		memset(&poison, POISON, sizeof(poison));
+		if (i >= n)
+			want = poison;
 		if (recv[i] != want) {
-			st_log("rank %d %s call %d: element %zu is %d, want %d",
-			       rank, what, iter, i, recv[i], want);
+			st_log("rank %d %s call %d: element %zu of %zu is %d, want %d",
+			       rank, what, iter, i, n, recv[i], want);
 			return 31;
 		}
 	}
 	return 0;
+}
+
+/* The same, over the whole buffers. */
+static int allreduce_check(int fd, uint32_t comm, int rank, int iter,
+			   int32_t *send, int32_t *recv, const char *what)
+{
+	return allreduce_check_n(fd, comm, rank, iter, send, recv, NELEM,
+				 what);
 }
 
 static void *map_at(void *addr, size_t len, int prot)
@@ -216,6 +238,41 @@ static int run_memlock(int fd, uint32_t comm, int rank, int iters)
 	return 0;
 }
 
+/*
+ * ORDER_PAIRS pairs of buffers, in five passes: forwards, backwards,
+ * scattered (7 is prime to 24), at half length forwards (new entries at
+ * the same addresses), at half length backwards.
+ */
+static int run_order(int fd, uint32_t comm, int rank)
+{
+	int32_t *bufs[2 * ORDER_PAIRS];
+	int pass, i, k, r;
+
+	for (i = 0; i < 2 * ORDER_PAIRS; i++) {
+		bufs[i] = st_map(BUF_BYTES);
+		if (!bufs[i])
+			return 50;
+	}
+	for (pass = 0; pass < 5; pass++) {
+		for (i = 0; i < ORDER_PAIRS; i++) {
+			if (pass == 1 || pass == 4)
+				k = ORDER_PAIRS - 1 - i;
+			else if (pass == 2)
+				k = i * 7 % ORDER_PAIRS;
+			else
+				k = i;
+			r = allreduce_check_n(fd, comm, rank,
+					      pass * ORDER_PAIRS + i,
+					      bufs[2 * k], bufs[2 * k + 1],
+					      pass >= 3 ? NELEM / 2 : NELEM,
+					      "order");
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
 static int rank_main(int rank, void *arg)
 {
 	struct rc_shared *sh = arg;
@@ -253,6 +310,10 @@ static int rank_main(int rank, void *arg)
 
 	if (sh->scenario == S_MEMLOCK) {
 		r = run_memlock(fd, comm, rank, sh->iters);
+		goto out;
+	}
+	if (sh->scenario == S_ORDER) {
+		r = run_order(fd, comm, rank);
 		goto out;
 	}
 	for (i = 0; i < sh->iters && !r; i++) {
@@ -430,6 +491,26 @@ TEST_F_TIMEOUT(rc, reuse, 180)
 	/* 2 ranks x 2 buffers: the first call misses, the others hit */
 	EXPECT_LE(2 * 2 * (n - 1) - 4, HITS(self));
 	EXPECT_GE(2 * 2 + 4, MISSES(self));
+	EXPECT_EQ(0, self->sh->vmpin_closed[0]);
+	EXPECT_EQ(0, self->sh->vmpin_closed[1]);
+}
+
+TEST_F_TIMEOUT(rc, order, 180)
+{
+	const long k = 2 * 2 * ORDER_PAIRS;	/* buffers of both ranks */
+
+	if (_metadata->skip)
+		return;
+	NEED_CACHE();
+	/* each descriptor keeps 2 buffers x 2 lengths a pair */
+	if (st_param_get("reg_cache") < 4 * ORDER_PAIRS)
+		SKIP(return, "reg_cache is %ld", st_param_get("reg_cache"));
+	ASSERT_EQ(0, run_ranks(_metadata, self, S_ORDER, 0));
+	/* a first use at each length misses; the three other passes hit */
+	EXPECT_LE(3 * k - 4, HITS(self));
+	EXPECT_LE(2 * k, MISSES(self));
+	EXPECT_GE(2 * k + 4, MISSES(self));
+	EXPECT_EQ(0, EVICTIONS(self));
 	EXPECT_EQ(0, self->sh->vmpin_closed[0]);
 	EXPECT_EQ(0, self->sh->vmpin_closed[1]);
 }
