@@ -20,6 +20,9 @@
  *              calls,nofuse,fused)
  *   -q DEPTH   io_uring: at most DEPTH commands in flight (default 0: the
  *              whole batch at once)
+ *   -R         every other batch submits its ops in reverse order (the
+ *              same buffers, met out of the order of the last batch: what
+ *              a registration cache's lookup must not depend on)
  *   -s SPIN    io_uring: 0 waits for completions in io_uring_enter
  *              (default), 1 polls the completion queue, 2 polls it
  *              yielding the CPU between looks (more ranks than CPUs)
@@ -89,10 +92,18 @@ static int cmp_double(const void *a, const void *b)
  */
 static int depth, spin;
 
+static int reverse, nbatch;
+
+/* The @j-th op of the batch under way: every other one backwards (-R). */
+static int op_index(int k, int j)
+{
+	return reverse && (nbatch & 1) ? k - 1 - j : j;
+}
+
 static void batch_uring(int k, size_t count, int dtype, char **send,
 			char **recv)
 {
-	int want = depth ? depth : k, posted = 0, done = 0, inflight, r;
+	int want = depth ? depth : k, posted = 0, done = 0, inflight, i, r;
 	struct io_uring_cqe *cqe;
 	unsigned int head, n;
 
@@ -103,9 +114,10 @@ static void batch_uring(int k, size_t count, int dtype, char **send,
 
 			if (!sqe)
 				die("io_uring_get_sqe", -ENOSPC);
+			i = op_index(k, posted);
 			r = coll_uring_prep(comm, sqe, COLL_ALLREDUCE,
-					    send[posted], recv[posted], count,
-					    dtype, COLL_SUM, 0);
+					    send[i], recv[i], count, dtype,
+					    COLL_SUM, 0);
 			if (r)
 				die("coll_uring_prep", r);
 			posted++;
@@ -139,7 +151,9 @@ static void batch_uring(int k, size_t count, int dtype, char **send,
 static void batch(int f, int k, size_t count, int dtype, char **send,
 		  char **recv)
 {
-	int i, r;
+	int i, j, r;
+
+	nbatch++;
 
 	if (f == F_URING)
 		return batch_uring(k, count, dtype, send, recv);
@@ -148,17 +162,18 @@ static void batch(int f, int k, size_t count, int dtype, char **send,
 		if (r)
 			die("coll_group_start", r);
 	}
-	for (i = 0; i < k; i++) {
+	for (j = 0; j < k; j++) {
+		i = op_index(k, j);
 		r = f == F_NB ? coll_iallreduce(comm, send[i], recv[i], count,
-						dtype, COLL_SUM, &reqs[i]) :
+						dtype, COLL_SUM, &reqs[j]) :
 				coll_allreduce(comm, send[i], recv[i], count,
 					       dtype, COLL_SUM);
 		if (r)
 			die("coll_allreduce", r);
 	}
 	if (f == F_NB) {
-		for (i = 0; i < k; i++) {
-			r = coll_wait(&reqs[i], 0);
+		for (j = 0; j < k; j++) {
+			r = coll_wait(&reqs[j], 0);
 			if (r)
 				die("coll_wait", r);
 		}
@@ -242,7 +257,7 @@ int main(int argc, char **argv)
 	char **send, **recv;
 	long bad = 0;
 
-	while ((opt = getopt(argc, argv, "k:c:d:i:r:F:q:s:h")) != -1) {
+	while ((opt = getopt(argc, argv, "k:c:d:i:r:F:q:s:Rh")) != -1) {
 		switch (opt) {
 		case 'k': k = atoi(optarg); break;
 		case 'c': bytes = strtoull(optarg, NULL, 0); break;
@@ -252,8 +267,9 @@ int main(int argc, char **argv)
 		case 'F': nforms = parse_forms(optarg, forms); break;
 		case 'q': depth = atoi(optarg); break;
 		case 's': spin = atoi(optarg); break;
+		case 'R': reverse = 1; break;
 		default:
-			fprintf(stderr, "usage: coll_group_perf [-k ops] [-c bytes] [-d int32|float] [-i iters] [-r rounds] [-F calls,nonblocking,uring,nofuse,fused] [-q depth] [-s 0|1|2]\n");
+			fprintf(stderr, "usage: coll_group_perf [-k ops] [-c bytes] [-d int32|float] [-i iters] [-r rounds] [-F calls,nonblocking,uring,nofuse,fused] [-q depth] [-s 0|1|2] [-R]\n");
 			return 2;
 		}
 	}
@@ -321,9 +337,10 @@ int main(int argc, char **argv)
 		med[f] = t[f][rounds / 2];
 	}
 	if (rank == 0) {
-		printf("# coll_group_perf: %d ranks, %d AllReduces of %zu B (%s) per batch, %d batches per round, median of %d rounds, io_uring depth %d\n",
-		       nranks, k, bytes, coll_dtype_name(dtype), iters, rounds,
-		       depth ? depth : k);
+		printf("# coll_group_perf: %d ranks, %d AllReduces of %zu B (%s) per batch%s, %d batches per round, median of %d rounds, io_uring depth %d\n",
+		       nranks, k, bytes, coll_dtype_name(dtype),
+		       reverse ? " (every other one in reverse order)" : "",
+		       iters, rounds, depth ? depth : k);
 		printf("# %-18s %12s %10s %8s\n", "form", "us/batch",
 		       "us/op", "speedup");
 		for (x = 0; x < nforms; x++) {
