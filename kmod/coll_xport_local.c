@@ -225,7 +225,7 @@ static struct coll_cur coll_range_src(const struct coll_range *r, u32 j)
 }
 
 /* One element that straddles a page in some buffer, through the stack. */
-static void coll_range_bounce(const struct coll_range *r, u64 done)
+static noinline void coll_range_bounce(const struct coll_range *r, u64 done)
 {
 	const struct coll_step *st = r->ch->step;
 	unsigned int es = r->task->esize;
@@ -257,8 +257,8 @@ static void coll_range_bounce(const struct coll_range *r, u64 done)
 }
 
 /* A window that lies within one page of every buffer involved. */
-static void coll_range_window(const struct coll_range *r, u64 done,
-			      unsigned int len)
+static noinline void coll_range_window(const struct coll_range *r,
+				       u64 done, unsigned int len)
 {
 	const struct coll_step *st = r->ch->step;
 	size_t n = len / r->task->esize;
