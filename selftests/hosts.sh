@@ -5,12 +5,17 @@
 # the rig's private network (vms.sh), through the module's transports.
 #
 # On the host:  selftests/hosts.sh [CONFIG...]
-#   CONFIG is GUESTSxLOCAL[:TRANSPORTS][@PARAM=VALUE[,PARAM=VALUE]], e.g.
-#   2x1:tcp or 3x2:tcp,auto or 3x1:auto@busy_poll_us=50 (module
+#   CONFIG is GUESTSxLOCAL[:TRANSPORTS][@PARAM=VALUE[,PARAM=VALUE]][/udp],
+#   e.g. 2x1:tcp or 3x2:tcp,auto or 3x1:auto@busy_poll_us=50 (module
 #   parameters for that boot), default: the set below; auto and rdma
 #   expect RDMA, as the rig gives every guest rxe0.  Each config is one
 #   boot of GUESTS guests (vms.sh), each running LOCAL ranks, coll_hosts
-#   once per transport.
+#   once per transport.  The guests are joined by the rig's lossless
+#   switch (vms.sh --lossless), or with /udp by its UDP hub, which drops
+#   frames towards a busy guest: the transports must recover from loss
+#   (TCP does at once; soft-RoCE's RC retransmission in 6.1 slowly, up to
+#   seconds a stall, see rig/README.md), so the default set has one such
+#   config, the smallest.
 # In each guest (vms.sh runs this file with --guest): load the module, meet
 # the others, run coll_hosts, meet again, unload, check the kernel log.
 #
@@ -78,8 +83,8 @@ fi
 configs=("$@")
 # shellcheck disable=SC2054 # a config names its transports with commas
 [ ${#configs[@]} -gt 0 ] ||
-	configs=(2x1:tcp,auto 2x2:tcp,rdma@rdma_qps=2 3x1:auto@busy_poll_us=50
-		3x2:tcp,auto@rdma_qps=3)
+	configs=(2x1:tcp,auto/udp 2x2:tcp,rdma@rdma_qps=2
+		3x1:auto@busy_poll_us=50 3x2:tcp,auto@rdma_qps=3)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hosts.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 lock=${COLL_GUEST_LOCK:-/tmp/coll-guest.lock}
@@ -92,16 +97,18 @@ tap() {		# ok|not_ok description
 }
 
 for cfg in "${configs[@]}"; do
-	params=
+	params='' net=(--lossless) netname=lossless
+	case $cfg in */udp) net=() netname=udp cfg=${cfg%/udp} ;; esac
 	case $cfg in *@*) params=${cfg#*@} cfg=${cfg%%@*} ;; esac
 	spec=${cfg%%:*} transports=${cfg#*:}
 	[ "$transports" != "$cfg" ] || transports=tcp
 	guests=${spec%x*} local=${spec#*x}
 	label=${guests}x$local${params:+@$params}
+	[ "$netname" = lossless ] || label+=/$netname
 	id=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-	echo "# ==== $guests guests x $local ranks, transports $transports${params:+, module $params}"
-	vrc=0
-	flock "$lock" "$here/rig/vms.sh" -n "$guests" --name "hosts-${guests}x$local" \
+	echo "# ==== $guests guests x $local ranks, transports $transports${params:+, module $params}, $netname network"
+	vrc=0 t0=$SECONDS
+	flock "$lock" "$here/rig/vms.sh" -n "$guests" --name "hosts-${guests}x$local" "${net[@]}" \
 		--timeout "${HOSTS_TIMEOUT:-900}" --grace 120 \
 		--env "HOSTS_ID=$id" --env "HOSTS_LOCAL=$local" \
 		--env "HOSTS_TRANSPORTS=$transports" --env "HOSTS_PARAMS=$params" \
@@ -145,6 +152,7 @@ for cfg in "${configs[@]}"; do
 		echo "# vms.sh exited $vrc"
 		sed 's/^/# /' "$tmp/err" | tail -n 30
 	fi
+	echo "# $label: $((SECONDS - t0)) s"
 	rm -f "$tmp"/g*
 done
 echo "1..$n"
