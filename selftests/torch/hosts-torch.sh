@@ -8,14 +8,15 @@
 # the backend, unchanged, meets at MASTER_ADDR:MASTER_PORT+1 because
 # LOCAL_WORLD_SIZE (1) is below the world size (2), and the modules connect
 # over RDMA.  torch_test.py's "ops" (every operation x dtype x reduce op
-# against a Gloo group across the same two guests) and its DDP run (bitwise
-# equal to Gloo) run on it; then rmmod and each guest's kernel log.
+# against a Gloo group across the same two guests) and then its DDP run
+# (bitwise equal to Gloo) run on it, by the same processes ("ops+ddp": torch
+# imported once a rank); then rmmod and each guest's kernel log.
 #
 # On the host: selftests/torch/hosts-torch.sh   (takes the guest lock)
 # Prints TAP: guest 0's case lines (each case ok only if both guests said
 # ok), then rmmod and kernel log per guest.
 # Env: COLL_GUEST_LOCK, HOSTS_TORCH_TIMEOUT (s, 900), HOSTS_TORCH_MODES
-# (torch_test.py's modes, "ops ddp").
+# (torch_test.py's runs, each one mode or several joined by "+", "ops+ddp").
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd -P)
@@ -31,20 +32,22 @@ guest_main() {
 	coll_wait_peers 60 || { echo "Bail out! peers unreachable"; return 1; }
 	coll_insmod "$root/kmod/collective.ko" || { echo "Bail out! insmod"; return 1; }
 	coll_barrier 120 || { echo "Bail out! barrier"; return 1; }
-	for what in ${HOSTS_TORCH_MODES:-ops ddp}; do
-		# Debian's torchrun (1.13, Python 3.11) needs non-zero
-		# --redirects/--tee (see guest-torch.sh); COLL_ROOT is the rig's
-		# project directory here, not a rendezvous.  Gloo across the
-		# guests: eth0.
+	for what in ${HOSTS_TORCH_MODES:-ops+ddp}; do
+		# Debian's torchrun (torch 1.13, Python 3.11) fails with its
+		# default "--redirects 0 --tee 0" (Std.from_str: a zero Flag is
+		# not iterated in 3.11, None comes back, AttributeError): pass
+		# non-zero values; rank 0's stdout then comes back as
+		# "[default0]:...".  COLL_ROOT is the rig's project directory
+		# here, not a rendezvous.  Gloo across the guests: eth0.
 		COLL_TRANSPORT=rdma GLOO_SOCKET_IFNAME=eth0 PYTHONWARNINGS=ignore \
 		timeout -s KILL 600 "$py" -m torch.distributed.run \
 			--nnodes 2 --node_rank "$GUEST_INDEX" --nproc_per_node 1 \
 			--master_addr "$first" --master_port "$PORT" \
 			--redirects 1 --tee 1 "$t" worker "$what" 2>&1 |
-			sed -e 's/^\[default0\]://' -e "s/^/@$what@ /"
+			sed -e 's/^\[default0\]://' -e "s/^/@${what//+/-}@ /"
 		# The verdicts are rank 0's TAP lines; torchrun's own status
 		# is not one (the DDP run SIGKILLs rank 1 on purpose).
-		echo "@$what@ # torchrun exited ${PIPESTATUS[0]}"
+		echo "@${what//+/-}@ # torchrun exited ${PIPESTATUS[0]}"
 		PORT=$((PORT + 10))
 		coll_barrier 300 || { echo "# barrier after $what failed"; rc=1; }
 	done
@@ -81,15 +84,16 @@ flock "$lock" "$root/selftests/rig/vms.sh" -n 2 --name hosts-torch --mem 2G \
 	${HOSTS_TORCH_MODES:+--env "HOSTS_TORCH_MODES=$HOSTS_TORCH_MODES"} \
 	-- "$here/hosts-torch.sh" --guest >"$tmp/out" 2>"$tmp/err" || vrc=$?
 awk -v dir="$tmp" '/^===== guest [0-9]+ /{ g = $3; next } g != "" { print > (dir "/g" g) }' "$tmp/out"
-grep -h '^@[a-z]*@ # \|^# dmesg' "$tmp/g0" "$tmp/g1" 2>/dev/null | sed 's/^@[a-z]*@ //' | head -n 60
-for what in ${HOSTS_TORCH_MODES:-ops ddp}; do
+grep -h '^@[a-z-]*@ # \|^# dmesg' "$tmp/g0" "$tmp/g1" 2>/dev/null | sed 's/^@[a-z-]*@ //' | head -n 60
+for what in ${HOSTS_TORCH_MODES:-ops+ddp}; do
+	what=${what//+/-}
 	if ! grep -qE "^@$what@ (not )?ok " "$tmp/g0" 2>/dev/null; then
 		tap not_ok "2 hosts $what: no results"
 		continue
 	fi
 	# Rank 0 (guest 0) prints each case's verdict over every rank.
 	while IFS= read -r line; do
-		name=$(sed -E 's/^@[a-z]+@ (not )?ok [0-9]+ //' <<<"$line")
+		name=$(sed -E 's/^@[a-z-]+@ (not )?ok [0-9]+ //' <<<"$line")
 		case $line in "@$what@ not ok"*) verdict=not_ok ;; *) verdict=ok ;; esac
 		tap "$verdict" "2 hosts $what: $name"
 	done < <(grep -E "^@$what@ (not )?ok " "$tmp/g0")

@@ -4,10 +4,16 @@
 
     torch_test.py launch NRANKS MODE [TIMEOUT]    (as root, module loaded)
 
-launch starts NRANKS processes of this script torchrun-style (MASTER_ADDR,
-MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE) and passes
-rank 0's TAP through; other ranks' output becomes "# [rN]" lines.  It does
-not import torch itself.  MODE:
+launch starts NRANKS processes torchrun-style (MASTER_ADDR, MASTER_PORT,
+RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE) and passes rank 0's TAP
+through; other ranks' output becomes "# [rN]" lines.  It imports torch and
+the backend once and forks the ranks from there, as
+torch.multiprocessing.start_processes(start_method="fork") does (under TCG
+an import of torch costs tens of seconds of CPU, four ranks' imports most
+of the run); each rank then initialises its process group as a fresh one
+would.  COLL_TORCH_SPAWN=1 starts each rank as a new interpreter instead
+("worker" below).  MODE is one of these or several joined by "+" (run in
+that order by the same processes, "ops+ddp"):
 
   ops   every operation x dtype x reduce op on the default process group
         ("collective", env://) and on a Gloo group in the same process, with
@@ -37,7 +43,60 @@ KILL_BOUND = 20.0
 STEPS = 40
 
 
+def import_torch():
+    import torch
+    import torch.distributed as dist
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "..", "userlib", "torch"))
+    import torch_collective  # noqa: F401  registers "collective"
+    return torch, dist
+
+
+def forked_rank(env, wfd, mode):
+    """A rank forked from the launcher: its environment, its output."""
+    import warnings
+    warnings.simplefilter("ignore")     # as PYTHONWARNINGS=ignore would
+    os.environ.clear()
+    os.environ.update(env)
+    os.dup2(wfd, 1)
+    os.dup2(wfd, 2)
+    os.close(wfd)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+    worker(mode)
+
+
+class Forked:
+    """A forked rank with the part of Popen's interface launch uses."""
+
+    def __init__(self, env, mode):
+        import multiprocessing
+        rfd, wfd = os.pipe()
+        self.proc = multiprocessing.get_context("fork").Process(
+            target=forked_rank, args=(env, wfd, mode))
+        self.proc.start()
+        os.close(wfd)
+        self.stdout = os.fdopen(rfd, "r")
+        self.returncode = None
+
+    def wait(self, timeout=None):
+        self.proc.join(timeout)
+        if self.proc.exitcode is None:
+            raise subprocess.TimeoutExpired("rank", timeout)
+        self.returncode = self.proc.exitcode
+        return self.returncode
+
+    def kill(self):
+        self.proc.kill()
+
+
 def launch(nranks, mode, timeout):
+    fork = os.environ.get("COLL_TORCH_SPAWN", "0") != "1"
+    if fork:
+        t0 = time.time()
+        import_torch()
+        print(f"# launcher: torch imported in {time.time() - t0:.1f} s, "
+              f"{nranks} ranks forked from here", flush=True)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -47,6 +106,9 @@ def launch(nranks, mode, timeout):
                    RANK=str(r), WORLD_SIZE=str(nranks), LOCAL_RANK=str(r),
                    LOCAL_WORLD_SIZE=str(nranks), PYTHONUNBUFFERED="1",
                    PYTHONWARNINGS="ignore")
+        if fork:
+            procs.append(Forked(env, mode))
+            continue
         procs.append(subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "worker", mode],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -80,7 +142,8 @@ def launch(nranks, mode, timeout):
     for r, p in enumerate(procs):
         p.wait()
         # In ddp mode rank 1 kills itself on purpose.
-        if p.returncode != 0 and not (mode == "ddp" and r == 1 and p.returncode == -9):
+        if p.returncode != 0 and not ("ddp" in mode.split("+") and r == 1
+                                      and p.returncode == -9):
             print(f"# rank {r} exited with {p.returncode}", flush=True)
             rc = 1
     return rc
@@ -90,11 +153,11 @@ def launch(nranks, mode, timeout):
 # Workers (import torch once, run every case)
 
 def worker(mode):
-    import torch
-    import torch.distributed as dist
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                    "..", "..", "userlib", "torch"))
-    import torch_collective  # noqa: F401  registers "collective"
+    modes = mode.split("+")
+    if not modes or any(m not in ("ops", "ddp") for m in modes):
+        print(f"not ok 0 worker: unknown mode {mode!r}", flush=True)
+        sys.exit(2)
+    torch, dist = import_torch()
 
     t0 = time.time()
     dist.init_process_group("collective", init_method="env://")
@@ -104,12 +167,13 @@ def worker(mode):
         print(f"# np={n}: init_process_group('collective') + gloo group in "
               f"{time.time() - t0:.1f} s", flush=True)
     results = []   # (name, ok locally, message)
-    if mode == "ops":
-        run_ops(torch, dist, gloo, rank, n, results)
-    else:
-        run_ddp(torch, dist, gloo, rank, n, results)
+    for m in modes:
+        if m == "ops":
+            run_ops(torch, dist, gloo, rank, n, results)
+        else:
+            run_ddp(torch, dist, gloo, rank, n, results)
     report(torch, dist, gloo, rank, results)
-    if mode == "ddp":
+    if "ddp" in modes:
         kill_test(torch, dist, rank, n)
     dist.destroy_process_group()
 
