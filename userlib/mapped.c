@@ -18,7 +18,8 @@
  *     its result straight into its receive buffer (reductions in rank
  *     order, reduce.c), and publishes left = s.
  * Waiting polls (a short spin, then yielding the CPU so that a rank that
- * shares it with the one it waits for lets that one run) for up to the
+ * shares it with the one it waits for lets that one run; one look between
+ * yields when the ranks outnumber the CPUs, see MAP_SPINS) for up to the
  * header's spin_ns, then sleeps in COLL_MAP_WAIT; whoever publishes a
  * number and then sees sleepers calls COLL_MAP_WAKE.
  *
@@ -32,6 +33,7 @@
  * from the slots is used as a size or an index: those come from the
  * module's answer to COLL_COMM_MAP and from the caller's own arguments.
  */
+#define _GNU_SOURCE		/* sched_getaffinity, CPU_COUNT */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -44,8 +46,17 @@
 
 #include "libcollective_int.h"
 
-/* Pauses between two yields of a polling wait. */
-#define MAP_SPINS	50
+/*
+ * Pauses between two yields of a polling wait: MAP_SPINS while every rank
+ * of the communicator can have a CPU of its own, MAP_SPINS_SHARED (yield
+ * after one look) when the ranks outnumber the CPUs this process may run
+ * on, so that a waiter hands its CPU at once to a rank that has work
+ * (under TCG a pause costs ~1 us: 50 of them kept the vCPU from the rank
+ * sharing it for ~60 us a turn).  COLL_MAP_SPINS overrides both.
+ */
+#define MAP_SPINS		50
+#define MAP_SPINS_SHARED	1
+#define MAP_SPINS_MAX		100000
 
 struct coll_map {
 	void *base;
@@ -56,6 +67,7 @@ struct coll_map {
 	unsigned char *data;		/* nslots * slot_bytes */
 	uint32_t nslots, slot_bytes, nranks, rank;
 	uint64_t spin_ns;
+	uint32_t spins;			/* pauses between two yields */
 	uint64_t seq;			/* the last collective begun here */
 	uint64_t min_left;		/* every rank has left this one */
 	pthread_mutex_t lock;
@@ -85,6 +97,29 @@ static int map_ioctl(coll_comm_t *c, unsigned long cmd, void *arg)
 	ret = ioctl(c->fd, cmd, arg) < 0 ? -errno : 0;
 	errno = saved;
 	return ret;
+}
+
+/* How many pauses a polling wait makes between two yields (MAP_SPINS). */
+static uint32_t map_spins(uint32_t nranks)
+{
+	const char *s = getenv("COLL_MAP_SPINS");
+	unsigned long v;
+	cpu_set_t set;
+	char *end;
+	long ncpus;
+
+	if (s && *s) {
+		errno = 0;
+		v = strtoul(s, &end, 10);
+		if (!errno && !*end && v >= 1 && v <= MAP_SPINS_MAX)
+			return (uint32_t)v;
+	}
+	if (!sched_getaffinity(0, sizeof(set), &set))
+		ncpus = CPU_COUNT(&set);
+	else
+		ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	return ncpus > 0 && nranks > (unsigned long)ncpus ? MAP_SPINS_SHARED :
+							    MAP_SPINS;
 }
 
 int coll_map_setup(coll_comm_t *c)
@@ -128,6 +163,7 @@ int coll_map_setup(coll_comm_t *c)
 	m->nranks = (uint32_t)c->nranks;
 	m->rank = (uint32_t)c->rank;
 	m->spin_ns = m->hdr->spin_ns;
+	m->spins = map_spins(m->nranks);
 	pthread_mutex_init(&m->lock, NULL);
 	/* The reduction kernels' choice (a few ms under an emulator): here,
 	 * in the join, rather than in the first small collective. */
@@ -244,10 +280,11 @@ static int map_wait(coll_comm_t *c, struct coll_map *m, int what,
 	struct coll_map_ctl *l;
 	struct coll_map_wait w;
 	uint64_t until = 0, t;
-	int i, ret;
+	uint32_t i;
+	int ret;
 
 	for (;;) {
-		for (i = 0; i < MAP_SPINS; i++) {
+		for (i = 0; i < m->spins; i++) {
 			if (map_reached(m, what, rank, seq)) {
 				ret = 0;
 				goto out;
