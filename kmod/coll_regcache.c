@@ -73,11 +73,12 @@ struct coll_reg {
 	struct coll_regcache *rc;	/* in a coll_file we hold a ref on */
 	struct coll_obuf *ob;		/* ob->reg == this */
 	struct list_head node;		/* rc->entries or rc->stale, rc->lock */
-	struct hlist_node hnode;	/* rc->index while linked, rc->lock */
+	struct hlist_node hnode;	/* rc->lock: in rc->index exactly while
+					 * linked (in rc->entries, servable)
+					 */
 	u64 uaddr;
 	u64 len;
 	bool writable;
-	bool linked;			/* rc->lock: in rc->entries, servable */
 	bool pending;			/* rc->lock: pinned by a call in flight,
 					 * not linked yet
 					 */
@@ -115,12 +116,18 @@ static void coll_reg_put_list(struct list_head *list)
 	}
 }
 
+/* Is @e linked: in rc->entries and rc->index, servable? */
+static bool coll_reg_linked(struct coll_reg *e)
+{
+	lockdep_assert_held(&e->rc->lock);
+	return hash_hashed(&e->hnode);
+}
+
 /* Take a linked entry out of the lookup list onto @to. */
 static void coll_reg_unlink(struct coll_regcache *rc, struct coll_reg *e,
 			    struct list_head *to)
 {
 	lockdep_assert_held(&rc->lock);
-	e->linked = false;
 	rc->nentries--;
 	hash_del(&e->hnode);
 	list_move_tail(&e->node, to);
@@ -135,7 +142,7 @@ static bool coll_reg_invalidate(struct mmu_interval_notifier *mn,
 
 	spin_lock(&rc->lock);
 	mmu_interval_set_seq(mn, cur_seq);
-	if (e->linked) {
+	if (coll_reg_linked(e)) {
 		coll_reg_unlink(rc, e, &rc->stale);
 		/* the cache's reference goes outside this callback */
 		queue_work(coll_wq, &rc->reap_work);
@@ -432,7 +439,6 @@ static bool coll_regcache_link(struct coll_regcache *rc, struct coll_reg *e,
 		;
 	if (rc->nentries >= limit)
 		return false;
-	e->linked = true;
 	rc->nentries++;
 	list_add_tail(&e->node, &rc->entries);
 	hash_add(rc->index, &e->hnode, e->uaddr);
@@ -548,10 +554,8 @@ void coll_regcache_flush(struct coll_regcache *rc)
 
 	spin_lock(&rc->lock);
 	rc->closed = true;
-	list_for_each_entry(e, &rc->entries, node) {
-		e->linked = false;
+	list_for_each_entry(e, &rc->entries, node)
 		hash_del(&e->hnode);
-	}
 	rc->nentries = 0;
 	list_splice_init(&rc->entries, &drop);
 	list_splice_init(&rc->stale, &drop);
