@@ -99,10 +99,14 @@ static int map_ioctl(coll_comm_t *c, unsigned long cmd, void *arg)
 	return ret;
 }
 
-/* How many pauses a polling wait makes between two yields (MAP_SPINS). */
+/*
+ * How many pauses a polling wait makes between two yields (MAP_SPINS).
+ * Leaves errno as it found it.
+ */
 static uint32_t map_spins(uint32_t nranks)
 {
 	const char *s = getenv("COLL_MAP_SPINS");
+	int saved = errno, ok;
 	unsigned long v;
 	cpu_set_t set;
 	char *end;
@@ -111,13 +115,16 @@ static uint32_t map_spins(uint32_t nranks)
 	if (s && *s) {
 		errno = 0;
 		v = strtoul(s, &end, 10);
-		if (!errno && !*end && v >= 1 && v <= MAP_SPINS_MAX)
+		ok = !errno && !*end && v >= 1 && v <= MAP_SPINS_MAX;
+		errno = saved;
+		if (ok)
 			return (uint32_t)v;
 	}
 	if (!sched_getaffinity(0, sizeof(set), &set))
 		ncpus = CPU_COUNT(&set);
 	else
 		ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	errno = saved;
 	return ncpus > 0 && nranks > (unsigned long)ncpus ? MAP_SPINS_SHARED :
 							    MAP_SPINS;
 }
