@@ -3,9 +3,10 @@
 #
 # Runs INSIDE a qemu guest, as root (selftests/rig/vm.sh): loads
 # kmod/collective.ko, runs the torch backend's tests (torch_test.py) with 2
-# ranks (then DDP) and 4, removes the module and checks the kernel log.  TAP on stdout, numbered here (the
-# Python prints "ok 0 ...").  Needs python3-torch on the host (the guest
-# sees the host's /usr) and userlib/torch built.
+# ranks (then DDP) and 4, removes the module and checks the kernel log.
+# TAP on stdout, numbered here (the Python prints "ok 0 ...").  Needs
+# python3-torch on the host (the guest sees the host's /usr) and
+# userlib/torch built.
 #
 # Environment: COLL_ROOT (default .), COLL_KO, COLL_TORCH_NP (default "2 4"),
 # COLL_TORCH_DDP (default 1: the 2-rank run trains DDP after the operations).
@@ -65,7 +66,8 @@ result() {	# result rc name
 	# env:// variables, without its agent: that one imports torch too,
 	# which made 4 ranks under torchrun take 123 s against 73; torchrun
 	# itself is run by hosts-torch.sh).  The 2 ranks run the operations
-	# and then DDP in the same processes (torch imported once a rank).
+	# and then DDP in the same processes (the launcher imports torch once
+	# and forks the ranks).
 	for np in ${COLL_TORCH_NP:-2 4}; do
 		s=$(date +%s)
 		mode=ops

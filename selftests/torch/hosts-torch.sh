@@ -27,12 +27,13 @@ guest_main() {
 	# shellcheck source=../rig/guest-lib.sh
 	. "$COLL_GUEST_LIB"
 	local first=${GUEST_IPS%% *} rc=0 what
-	local py=/usr/bin/python3 t=$root/selftests/torch/torch_test.py
+	local py=/usr/bin/python3 t=$root/selftests/torch/torch_test.py tag
 
 	coll_wait_peers 60 || { echo "Bail out! peers unreachable"; return 1; }
 	coll_insmod "$root/kmod/collective.ko" || { echo "Bail out! insmod"; return 1; }
 	coll_barrier 120 || { echo "Bail out! barrier"; return 1; }
 	for what in ${HOSTS_TORCH_MODES:-ops+ddp}; do
+		tag=${what//+/-}	# a word of the output's "@tag@" prefix
 		# Debian's torchrun (torch 1.13, Python 3.11) fails with its
 		# default "--redirects 0 --tee 0" (Std.from_str: a zero Flag is
 		# not iterated in 3.11, None comes back, AttributeError): pass
@@ -44,10 +45,10 @@ guest_main() {
 			--nnodes 2 --node_rank "$GUEST_INDEX" --nproc_per_node 1 \
 			--master_addr "$first" --master_port "$PORT" \
 			--redirects 1 --tee 1 "$t" worker "$what" 2>&1 |
-			sed -e 's/^\[default0\]://' -e "s/^/@${what//+/-}@ /"
+			sed -e 's/^\[default0\]://' -e "s/^/@$tag@ /"
 		# The verdicts are rank 0's TAP lines; torchrun's own status
 		# is not one (the DDP run SIGKILLs rank 1 on purpose).
-		echo "@${what//+/-}@ # torchrun exited ${PIPESTATUS[0]}"
+		echo "@$tag@ # torchrun exited ${PIPESTATUS[0]}"
 		PORT=$((PORT + 10))
 		coll_barrier 300 || { echo "# barrier after $what failed"; rc=1; }
 	done
