@@ -127,6 +127,7 @@ extern unsigned int coll_hier_bytes;
 extern unsigned int coll_peer_timeout_ms;
 extern unsigned int coll_slot_bytes;
 extern unsigned int coll_map_bytes;
+extern unsigned int coll_map_slots;
 
 /* coll_regcache.c: the registration cache of a descriptor */
 struct coll_reg;
@@ -361,6 +362,7 @@ struct coll_comm {
 	/* mapped slots (coll_map.c), fixed when made */
 	bool map_asked;			/* joined with COLL_COMM_F_MAP */
 	u32 map_bytes;			/* a slot's bytes; 0: no slots */
+	u32 map_slots;			/* how many slots */
 	struct coll_map *map;		/* lock: NULL until COLL_COMM_MAP */
 };
 
@@ -595,7 +597,10 @@ void coll_eager_free(struct coll_comm *comm);
 
 /* coll_map.c: mapped slots, small collectives in user space */
 #define COLL_MAP_MAX_BYTES	(256U << 10)	/* map_bytes is capped here */
+#define COLL_MAP_MIN_SLOTS	2		/* map_slots' range */
+#define COLL_MAP_MAX_SLOTS	256
 u32 coll_map_slot_bytes(void);
+u32 coll_map_nslots(void);
 int coll_map_takes(struct coll_comm *comm, u32 rank,
 		   const struct coll_op *arg);
 int coll_map_ioctl_map(struct coll_file *cf, struct coll_ucmd *ucmd);

@@ -49,7 +49,6 @@
 #include "coll_loc.h"
 #include "coll_trace.h"
 
-#define COLL_MAP_SLOTS		16
 /* mmap() offsets: (handle + 1) << COLL_MAP_OFFSET_SHIFT */
 #define COLL_MAP_OFFSET_SHIFT	31
 /* A sleeper looks again this often even if nobody wakes it. */
@@ -70,6 +69,7 @@ struct coll_map {
 	struct page **pages;
 	u32 npages;
 	u32 nranks;
+	u32 nslots;
 	u32 slot_bytes;
 	u32 ctl_off, desc_off, data_off;
 	struct coll_map_hdr *hdr;	/* page 0, in the kernel's map */
@@ -82,6 +82,13 @@ u32 coll_map_slot_bytes(void)
 	u32 b = min(READ_ONCE(coll_map_bytes), COLL_MAP_MAX_BYTES);
 
 	return round_down(b, COLL_MAP_LINE);
+}
+
+/* Module parameter map_slots, clamped to its range. */
+u32 coll_map_nslots(void)
+{
+	return clamp_t(u32, READ_ONCE(coll_map_slots), COLL_MAP_MIN_SLOTS,
+		       COLL_MAP_MAX_SLOTS);
 }
 
 /*
@@ -140,8 +147,9 @@ static void coll_map_free_pages(struct coll_map *map, u32 n)
 	coll_kvfree(map->pages, map->npages * sizeof(*map->pages));
 }
 
-/* The slots of a communicator of @n ranks, @slot_bytes each. */
-static struct coll_map *coll_map_alloc(u32 n, u32 slot_bytes, u32 spin_ns)
+/* The @nslots slots of a communicator of @n ranks, @slot_bytes each. */
+static struct coll_map *coll_map_alloc(u32 n, u32 nslots, u32 slot_bytes,
+				       u32 spin_ns)
 {
 	struct coll_map_hdr *hdr;
 	struct coll_map *map;
@@ -152,12 +160,13 @@ static struct coll_map *coll_map_alloc(u32 n, u32 slot_bytes, u32 spin_ns)
 	if (!map)
 		return NULL;
 	map->nranks = n;
+	map->nslots = nslots;
 	map->slot_bytes = slot_bytes;
 	map->ctl_off = PAGE_SIZE;
 	map->desc_off = PAGE_ALIGN(map->ctl_off + (u64)n * COLL_MAP_LINE);
-	map->data_off = PAGE_ALIGN(map->desc_off + (u64)COLL_MAP_SLOTS * n *
+	map->data_off = PAGE_ALIGN(map->desc_off + (u64)nslots * n *
 				   sizeof(struct coll_map_desc));
-	bytes = map->data_off + (u64)COLL_MAP_SLOTS * slot_bytes;
+	bytes = map->data_off + (u64)nslots * slot_bytes;
 	map->npages = PAGE_ALIGN(bytes) >> PAGE_SHIFT;
 	map->pages = coll_kvzalloc(map->npages * sizeof(*map->pages));
 	if (!map->pages)
@@ -175,7 +184,7 @@ static struct coll_map *coll_map_alloc(u32 n, u32 slot_bytes, u32 spin_ns)
 	hdr->magic = COLL_MAP_MAGIC;
 	hdr->version = COLL_MAP_VERSION;
 	hdr->nranks = n;
-	hdr->nslots = COLL_MAP_SLOTS;
+	hdr->nslots = nslots;
 	hdr->slot_bytes = slot_bytes;
 	hdr->spin_ns = spin_ns;
 	return map;
@@ -264,8 +273,8 @@ int coll_map_ioctl_map(struct coll_file *cf, struct coll_ucmd *ucmd)
 	}
 	map = coll_map_of(comm);
 	if (!map) {
-		fresh = coll_map_alloc(comm->nranks, comm->map_bytes,
-				       READ_ONCE(coll_spin_ns));
+		fresh = coll_map_alloc(comm->nranks, comm->map_slots,
+				       comm->map_bytes, READ_ONCE(coll_spin_ns));
 		if (!fresh) {
 			ret = -ENOMEM;
 			goto out_put;
@@ -282,7 +291,7 @@ int coll_map_ioctl_map(struct coll_file *cf, struct coll_ucmd *ucmd)
 		if (ret)
 			goto out_put;
 	}
-	arg->out_nslots = COLL_MAP_SLOTS;
+	arg->out_nslots = map->nslots;
 	arg->out_slot_bytes = map->slot_bytes;
 	arg->out_ctl_offset = map->ctl_off;
 	arg->out_desc_offset = map->desc_off;
@@ -384,7 +393,7 @@ bool coll_map_op_locked(struct coll_comm *comm, struct coll_map_op *op)
 	}
 	if (!seq || op->narrived == n)
 		return false;
-	o = map->desc_off + ((seq % COLL_MAP_SLOTS) * n + first) *
+	o = map->desc_off + ((seq % map->nslots) * n + first) *
 			    sizeof(*d);
 	d = page_address(map->pages[o >> PAGE_SHIFT]) + offset_in_page(o);
 	op->prim = READ_ONCE(d->prim);

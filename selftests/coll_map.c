@@ -136,6 +136,7 @@ FIXTURE_TEARDOWN(one)
 TEST_F(one, layout)
 {
 	long slot_bytes = st_param_get("map_bytes");
+	long nslots = st_param_get("map_slots");
 	struct coll_comm_map cm;
 	struct coll_map_hdr *h;
 	long page = sysconf(_SC_PAGESIZE);
@@ -143,17 +144,17 @@ TEST_F(one, layout)
 	int err;
 
 	ASSERT_EQ(0, comm_map(self->fd, self->comm, &cm));
-	EXPECT_EQ(16, cm.out_nslots);
+	EXPECT_EQ(nslots, cm.out_nslots);
 	EXPECT_EQ(slot_bytes, cm.out_slot_bytes);
 	EXPECT_EQ(page, cm.out_ctl_offset);
 	EXPECT_LE(cm.out_ctl_offset + COLL_MAP_LINE, cm.out_desc_offset);
-	EXPECT_LE(cm.out_desc_offset + 16 * sizeof(struct coll_map_desc),
+	EXPECT_LE(cm.out_desc_offset + nslots * sizeof(struct coll_map_desc),
 		  cm.out_data_offset);
 	EXPECT_EQ(0, cm.out_desc_offset % page);
 	EXPECT_EQ(0, cm.out_data_offset % page);
-	EXPECT_LE(cm.out_data_offset + 16ull * cm.out_slot_bytes,
+	EXPECT_LE(cm.out_data_offset + nslots * cm.out_slot_bytes,
 		  cm.out_bytes);
-	EXPECT_GT(cm.out_data_offset + 16ull * cm.out_slot_bytes + page,
+	EXPECT_GT(cm.out_data_offset + nslots * cm.out_slot_bytes + page,
 		  cm.out_bytes);
 	EXPECT_NE(0, cm.out_offset);
 	EXPECT_EQ(0, cm.out_offset % page);
@@ -173,7 +174,7 @@ TEST_F(one, layout)
 	EXPECT_EQ(COLL_MAP_MAGIC, h->magic);
 	EXPECT_EQ(COLL_MAP_VERSION, h->version);
 	EXPECT_EQ(1, h->nranks);
-	EXPECT_EQ(16, h->nslots);
+	EXPECT_EQ(nslots, h->nslots);
 	EXPECT_EQ(cm.out_slot_bytes, h->slot_bytes);
 	EXPECT_EQ(st_param_get("spin_ns"), h->spin_ns);
 	EXPECT_EQ(COLL_MAP_LIVE, h->state);
@@ -190,6 +191,49 @@ TEST_F(one, layout)
 	EXPECT_EQ(COLL_MAP_DEAD, h->state);
 	EXPECT_EQ(ECONNRESET, h->error);
 	EXPECT_EQ(0, munmap(p, cm.out_bytes));
+}
+
+/*
+ * Module parameter map_slots: read when a communicator's first rank joins
+ * (a communicator keeps its count), clamped to 2..256.
+ */
+TEST(slot_count)
+{
+	static const long ask[] = { 5, 1, 0, 100000, 256 };
+	static const long got[] = { 5, 2, 2, 256, 256 };
+	long old = st_param_get("map_slots");
+	struct coll_comm_map cm;
+	uint8_t id[COLL_ID_BYTES];
+	uint32_t comm, first = 0;
+	unsigned int i;
+	int fd, r;
+
+	fd = st_dev_open();
+	if (fd < 0)
+		SKIP(return, "%s: %s (module not loaded?)", st_dev_path(),
+		     strerror(-fd));
+	if (st_param_get("map_bytes") <= 0 || old < 0)
+		SKIP(return, "module parameter map_bytes is 0");
+	for (i = 0; i < ARRAY_SIZE(ask); i++) {
+		ASSERT_EQ(0, st_param_set("map_slots", ask[i]));
+		st_random_id(id);
+		r = comm_join(fd, 1, 0, id, COLL_COMM_F_MAP, JOIN_MS, &comm);
+		ASSERT_EQ(0, r) TH_LOG("join: %s", st_errname(r));
+		if (!i)
+			first = comm;
+		ASSERT_EQ(0, comm_map(fd, comm, &cm));
+		EXPECT_EQ(got[i], cm.out_nslots);
+		EXPECT_LE(cm.out_data_offset +
+			  (uint64_t)got[i] * cm.out_slot_bytes, cm.out_bytes);
+		if (i)
+			EXPECT_EQ(0, st_comm_destroy(fd, comm));
+	}
+	/* the first communicator kept its count */
+	ASSERT_EQ(0, comm_map(fd, first, &cm));
+	EXPECT_EQ(got[0], cm.out_nslots);
+	EXPECT_EQ(0, st_comm_destroy(fd, first));
+	EXPECT_EQ(0, st_param_set("map_slots", old));
+	close(fd);
 }
 
 /* COLL_COMM_MAP refuses what it must. */
