@@ -78,6 +78,13 @@ fi
 mountpoint -q $TR || mount -t tracefs nodev $TR 2>/dev/null ||
 	mount -t debugfs nodev /sys/kernel/debug
 [ -d $TR/events ] || TR=/sys/kernel/debug/tracing
+# The two tracepoints the checks below read, switched on once for the
+# whole run: each switch patches kernel text (text_poke_bp(), an IPI to
+# every vCPU), and a 2-vCPU TCG guest once stalled 26 s in one (a soft
+# lockup before any rank ran).  Each check empties the trace first and
+# reads only its own event's lines.
+echo 1 > $TR/events/collective/coll_op_start/enable
+echo 1 > $TR/events/collective/coll_chunk/enable
 
 # ---- reading the tunables: collctl text, JSON, the YNL CLI, unprivileged -
 $C tune show > "$T/tune.txt" 2>&1
@@ -138,7 +145,6 @@ grep -q "integer out of range" "$T/ynl-bad.txt" && grep -q "spin-ns" "$T/ynl-bad
 	{ not_ok "the YNL CLI shows the same extack (attribute and range)"; diag < "$T/ynl-bad.txt"; }
 
 # ---- a forced algorithm, module-wide: stats and the coll_op_start tracepoint
-echo 1 > $TR/events/collective/coll_op_start/enable
 : > $TR/trace
 $C tune set allreduce.algo ring
 bg_load ring -H 3
@@ -148,7 +154,6 @@ $C -j stats comm "$s" > "$T/ring-stats.json"
 $C stats comm "$s" > "$T/ring-stats.txt" 2>&1
 wait
 $C tune set allreduce.algo auto
-echo 0 > $TR/events/collective/coll_op_start/enable
 if [ "$(coll_pyj "$T/ring-stats.json" '[(a["algo"], a["calls"]) for p in d["prims"] if p["prim"] == "allreduce" for a in p["algos"]]')" = "[('ring', 10)]" ] &&
    [ "$(grep -c "coll_op_start: comm=$s seq=[0-9]* allreduce algo=1 " $TR/trace)" = 10 ]; then
 	ok "module-wide allreduce.algo ring: 10 ring AllReduces in stats and in coll_op_start"
@@ -189,14 +194,12 @@ echo "allreduce@8K=ring, allreduce/4@0=tree  broadcast@1K=tree" > $AR
 check "algo_rules reads back sorted, ranks and suffixes spelled out" \
 	test "$(cat $AR)" = "allreduce/2@8K=ring allreduce/4@0=tree broadcast/2@1K=tree"
 echo 0 > $SB		# no eager slots: every call takes the task path
-echo 1 > $TR/events/collective/coll_op_start/enable
 a1=$(algos 2 4096) a2=$(algos 2 16384) a3=$(algos 3 65536) a4=$(algos 4 1024)
 $C tune set allreduce.algo naive
 a5=$(algos 2 16384)
 $C tune set allreduce.algo auto
 echo none > $AR
 a6=$(algos 2 16384)
-echo 0 > $TR/events/collective/coll_op_start/enable
 echo "$sb_default" > $SB
 echo "$ar_default" > $AR
 # direct=2 ring=1 naive=3 tree=4
@@ -303,9 +306,7 @@ max_threads() {
 solo_run() {	# solo_run SOLO_BYTES: the most threads one collective used
 	$C tune set solo-bytes "$1" exec-chunk-bytes 16384
 	: > $TR/trace
-	echo 1 > $TR/events/collective/coll_chunk/enable
 	coll_bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 4194304 -n 10 > "$T/solo.log" 2>&1
-	echo 0 > $TR/events/collective/coll_chunk/enable
 	max_threads
 }
 solo_on=$(solo_run 16777216)
@@ -320,9 +321,7 @@ $C tune set solo-bytes 32768 exec-chunk-bytes 65536
 chunks() {	# chunks EXEC_CHUNK_BYTES: coll_chunk events of one 64 KiB AllReduce
 	$C tune set exec-chunk-bytes "$1"
 	: > $TR/trace
-	echo 1 > $TR/events/collective/coll_chunk/enable
 	coll_bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 65536 -n 1 > "$T/chunk.log" 2>&1
-	echo 0 > $TR/events/collective/coll_chunk/enable
 	grep -c "coll_chunk:" $TR/trace
 }
 c64=$(chunks 65536)
@@ -338,10 +337,8 @@ rcb=$(tune_get ring-chunk-bytes)
 rounds() {	# rounds RING_CHUNK_BYTES: rounds of one 1 MiB ring AllReduce
 	$C tune set allreduce.algo ring ring-chunk-bytes "$1"
 	: > $TR/trace
-	echo 1 > $TR/events/collective/coll_op_start/enable
 	coll_bounded 150 "$RUN" -n 2 -t 120 "$LOAD" -b 1048576 -n 1 > "$T/rcb.log" 2>&1 ||
 		diag < "$T/rcb.log" >&2
-	echo 0 > $TR/events/collective/coll_op_start/enable
 	sed -n 's/.*coll_op_start: .* allreduce algo=1 rounds=\([0-9]*\) .*/\1/p' $TR/trace | head -1
 }
 r4=$(rounds 4096)
