@@ -135,7 +135,7 @@ FIXTURE_TEARDOWN(one)
 /* The layout and the header. */
 TEST_F(one, layout)
 {
-	long slot_bytes = st_param_get("map_bytes");
+	long map_bytes = st_param_get("map_bytes");
 	long nslots = st_param_get("map_slots");
 	struct coll_comm_map cm;
 	struct coll_map_hdr *h;
@@ -145,7 +145,9 @@ TEST_F(one, layout)
 
 	ASSERT_EQ(0, comm_map(self->fd, self->comm, &cm));
 	EXPECT_EQ(nslots, cm.out_nslots);
-	EXPECT_EQ(slot_bytes, cm.out_slot_bytes);
+	/* map_bytes in lines, and a page and a line between slots' starts */
+	EXPECT_EQ(map_bytes / COLL_MAP_LINE * COLL_MAP_LINE + page +
+		  COLL_MAP_LINE, cm.out_slot_bytes);
 	EXPECT_EQ(page, cm.out_ctl_offset);
 	EXPECT_LE(cm.out_ctl_offset + COLL_MAP_LINE, cm.out_desc_offset);
 	EXPECT_LE(cm.out_desc_offset + nslots * sizeof(struct coll_map_desc),
@@ -392,16 +394,22 @@ TEST_F(one, wait_ioctls)
  */
 TEST_F(one, exdev)
 {
-	long slot_bytes = st_param_get("map_bytes");
-	size_t big = (size_t)slot_bytes / sizeof(float) + 1;
 	float in[4] = { 1, 2, 3, 4 }, out[4] = { 0 };
-	float *bin = calloc(big, sizeof(float)), *bout = calloc(big,
-								 sizeof(float));
+	struct coll_comm_map cm;
+	float *bin, *bout;
 	struct coll_op op;
-	size_t i;
+	size_t i, big;
 
+	ASSERT_EQ(0, comm_map(self->fd, self->comm, &cm));
+	big = cm.out_slot_bytes / sizeof(float) + 1;
+	bin = calloc(big, sizeof(float));
+	bout = calloc(big, sizeof(float));
 	ASSERT_NE(NULL, bin);
 	ASSERT_NE(NULL, bout);
+	/* what fills a slot exactly is the slots' */
+	op = st_op(self->comm, COLL_ALLREDUCE, COLL_FP32, COLL_SUM, 0, bin,
+		   bout, big - 1);
+	ASSERT_FAILS(EXDEV, st_submit(self->fd, &op));
 	op = st_op(self->comm, COLL_ALLREDUCE, COLL_FP32, COLL_SUM, 0, in,
 		   out, 4);
 	ASSERT_FAILS(EXDEV, st_submit(self->fd, &op));

@@ -801,7 +801,8 @@ struct coll_map_desc {
  * @comm: handle of a communicator joined with %COLL_COMM_F_MAP
  * @out_nslots: slots
  * @out_slot_bytes: bytes of a slot (module parameter map_bytes when the
- *                  first rank joined)
+ *                  first rank joined, in whole 64-byte lines, plus a page
+ *                  and a line so that slots do not share cache sets)
  * @out_ctl_offset: where the ranks' struct coll_map_ctl lines begin
  * @out_desc_offset: where the struct coll_map_desc begin
  * @out_data_offset: where the slots begin
