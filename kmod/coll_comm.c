@@ -586,7 +586,8 @@ static int coll_comm_enter(struct coll_member *m,
 		if (arg->flags & COLL_COMM_F_MAP) {
 			comm->map_asked = true;
 			comm->map_bytes = coll_map_slot_bytes();
-			comm->map_slots = coll_map_nslots();
+			comm->map_slots =
+				coll_map_nslots(coll_comm_nlocal(comm));
 		}
 	}
 	kref_get(&comm->kref);		/* the member's reference */

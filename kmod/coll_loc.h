@@ -599,8 +599,10 @@ void coll_eager_free(struct coll_comm *comm);
 #define COLL_MAP_MAX_BYTES	(256U << 10)	/* map_bytes is capped here */
 #define COLL_MAP_MIN_SLOTS	2		/* map_slots' range */
 #define COLL_MAP_MAX_SLOTS	256
+#define COLL_MAP_SLOTS_OWN	16		/* map_slots 0: ranks <= CPUs */
+#define COLL_MAP_SLOTS_SHARED	64		/* ranks > CPUs */
 u32 coll_map_slot_bytes(void);
-u32 coll_map_nslots(void);
+u32 coll_map_nslots(u32 nlocal);
 int coll_map_takes(struct coll_comm *comm, u32 rank,
 		   const struct coll_op *arg);
 int coll_map_ioctl_map(struct coll_file *cf, struct coll_ucmd *ucmd);

@@ -58,12 +58,12 @@ MODULE_PARM_DESC(slot_bytes,
 		 "Blocking collectives of one host with COLL_ALGO_AUTO whose data (every rank's input, and a reduction's result) fits in this many bytes go through the communicator's eager slots: no pinning, and a root returns at once (0: never, at once; at most 262144; the slots are sized at a communicator's first such call)");
 
 /*
- * 64 KiB (with map_slots' 64: 4 MiB a communicator): measured with
- * bench-eager.sh at 256 KiB (16 slots then), the mapped slots beat the
- * eager path at every size up to 32 KiB a rank for the copies and
- * ReduceScatter, but an AllReduce or a Reduce, where every rank (the
- * root) reduces every input itself, stops paying between 64 KiB (4 ranks
- * of 16 KiB: 1.2-1.5x) and 128 KiB of inputs (4 of 32 KiB: 0.76-1.06x).
+ * 64 KiB (1 MiB a communicator with 16 slots): measured with
+ * bench-eager.sh at 256 KiB, the mapped slots beat the eager path at every
+ * size up to 32 KiB a rank for the copies and ReduceScatter, but an
+ * AllReduce or a Reduce, where every rank (the root) reduces every input
+ * itself, stops paying between 64 KiB (4 ranks of 16 KiB: 1.2-1.5x) and
+ * 128 KiB of inputs (4 of 32 KiB: 0.76-1.06x).
  */
 unsigned int coll_map_bytes = 64 << 10;
 module_param_named(map_bytes, coll_map_bytes, uint, 0644);
@@ -71,20 +71,24 @@ MODULE_PARM_DESC(map_bytes,
 		 "Bytes of each of the mapped slots (map_slots) of a communicator joined with COLL_COMM_F_MAP, read when its first rank joins (0: no mapped slots; at most 262144): its blocking collectives whose inputs fit run in user space, without a system call");
 
 /*
- * 64: the lead a root of a rooted small collective (Broadcast, Scatter, a
- * sender of Reduce or Gather) may take over the slowest rank.  With 4
- * ranks on 2 CPUs, in one boot (5 interleaved rounds, -n 100 -w 20 -T
- * 200, medians in us, 16/32/64/128 slots, Open MPI): 8-byte Broadcast
- * 13.8/10.9/7.9/5.8 (12.9), Reduce 15.8/10.7/8.7/7.6 (15.8), 32-byte
- * Scatter 12.8/8.5/8.3/7.0 (14.8), Gather 15.1/9.3/7.7/8.5 (17.3), 1 KiB
- * Broadcast 17.6/13.0/11.0/12.2; AllReduce, AllGather and 2 ranks
- * unchanged within noise.  Beyond 64 little more to gain for another
- * 64 x map_bytes of memory.
+ * 0: 64 slots (COLL_MAP_SLOTS_SHARED) for a communicator whose ranks on
+ * this host outnumber the online CPUs, 16 (COLL_MAP_SLOTS_OWN) otherwise.
+ * The count is how far a root of a rooted small collective (Broadcast,
+ * Scatter, a sender of Reduce or Gather) may run ahead of the slowest
+ * rank.  With 4 ranks on 2 CPUs, one boot, 5 interleaved rounds, -n 100
+ * -w 20 -T 200, medians in us with 16/32/64/128 slots (Open MPI): 8-byte
+ * Broadcast 13.8/10.9/7.9/5.8 (12.9), Reduce 15.8/10.7/8.7/7.6 (15.8),
+ * 32-byte Scatter 12.8/8.5/8.3/7.0 (14.8), Gather 15.1/9.3/7.7/8.5
+ * (17.3), 1 KiB Broadcast 17.6/13.0/11.0/12.2.  With 2 ranks on 2 CPUs
+ * the lead buys nothing and the larger ring costs (one boot, 9 rounds,
+ * 1 KiB, 16/64 slots (Open MPI)): Reduce 9.05/12.67 (10.01), AllGather
+ * 3.46/3.99 (6.35), AlltoAll 3.72/4.71 (6.54); Broadcast, Scatter,
+ * Gather and AllReduce within noise.
  */
-unsigned int coll_map_slots = 64;
+unsigned int coll_map_slots;
 module_param_named(map_slots, coll_map_slots, uint, 0644);
 MODULE_PARM_DESC(map_slots,
-		 "How many mapped slots a communicator joined with COLL_COMM_F_MAP has, read when its first rank joins (2 to 256): how far a root of a small Broadcast or Scatter may run ahead of the others");
+		 "How many mapped slots a communicator joined with COLL_COMM_F_MAP has, read when its first rank joins (2 to 256; 0: 64 if its ranks on this host outnumber the online CPUs, else 16): how far a root of a small rooted collective may run ahead of the others");
 
 /*
  * 300 us: with 4 ranks on 2 CPUs a rooted small collective through the

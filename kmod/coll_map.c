@@ -96,11 +96,26 @@ u32 coll_map_slot_bytes(void)
 	return b ? b + PAGE_SIZE + COLL_MAP_LINE : 0;
 }
 
-/* Module parameter map_slots, clamped to its range. */
-u32 coll_map_nslots(void)
+/**
+ * coll_map_nslots() - how many slots a communicator gets
+ * @nlocal: its ranks on this host
+ *
+ * Module parameter map_slots, clamped to its range; 0 (the default)
+ * chooses: COLL_MAP_SLOTS_SHARED when the ranks outnumber the online CPUs,
+ * so that a root may run far ahead of ranks waiting for a CPU, else
+ * COLL_MAP_SLOTS_OWN, whose smaller ring of slots stays in the caches and
+ * TLB (see coll_main.c for the figures).
+ *
+ * Return: the count, COLL_MAP_MIN_SLOTS to COLL_MAP_MAX_SLOTS.
+ */
+u32 coll_map_nslots(u32 nlocal)
 {
-	return clamp_t(u32, READ_ONCE(coll_map_slots), COLL_MAP_MIN_SLOTS,
-		       COLL_MAP_MAX_SLOTS);
+	u32 v = READ_ONCE(coll_map_slots);
+
+	if (!v)
+		v = nlocal > num_online_cpus() ? COLL_MAP_SLOTS_SHARED :
+						 COLL_MAP_SLOTS_OWN;
+	return clamp_t(u32, v, COLL_MAP_MIN_SLOTS, COLL_MAP_MAX_SLOTS);
 }
 
 /*

@@ -76,6 +76,18 @@ static void *map_slots(int fd, const struct coll_comm_map *cm, size_t len,
 	return p;
 }
 
+/*
+ * The slots a communicator of @nlocal ranks of this host gets when module
+ * parameter map_slots is @param: clamped to 2..256; 0 chooses 64 when the
+ * ranks outnumber the online CPUs, else 16.
+ */
+static long slots_for(long param, long nlocal)
+{
+	if (!param)
+		return nlocal > sysconf(_SC_NPROCESSORS_ONLN) ? 64 : 16;
+	return param < 2 ? 2 : param > 256 ? 256 : param;
+}
+
 static int map_wait(int fd, uint32_t comm, uint32_t what, uint32_t rank,
 		    uint64_t seq, uint32_t timeout_ms)
 {
@@ -136,7 +148,7 @@ FIXTURE_TEARDOWN(one)
 TEST_F(one, layout)
 {
 	long map_bytes = st_param_get("map_bytes");
-	long nslots = st_param_get("map_slots");
+	long nslots = slots_for(st_param_get("map_slots"), 1);
 	struct coll_comm_map cm;
 	struct coll_map_hdr *h;
 	long page = sysconf(_SC_PAGESIZE);
@@ -197,12 +209,12 @@ TEST_F(one, layout)
 
 /*
  * Module parameter map_slots: read when a communicator's first rank joins
- * (a communicator keeps its count), clamped to 2..256.
+ * (a communicator keeps its count), clamped to 2..256, 0 the automatic
+ * choice (16 for one rank).
  */
 TEST(slot_count)
 {
 	static const long ask[] = { 5, 1, 0, 100000, 256 };
-	static const long got[] = { 5, 2, 2, 256, 256 };
 	long old = st_param_get("map_slots");
 	struct coll_comm_map cm;
 	uint8_t id[COLL_ID_BYTES];
@@ -224,18 +236,75 @@ TEST(slot_count)
 		if (!i)
 			first = comm;
 		ASSERT_EQ(0, comm_map(fd, comm, &cm));
-		EXPECT_EQ(got[i], cm.out_nslots);
+		EXPECT_EQ(slots_for(ask[i], 1), cm.out_nslots);
 		EXPECT_LE(cm.out_data_offset +
-			  (uint64_t)got[i] * cm.out_slot_bytes, cm.out_bytes);
+			  (uint64_t)cm.out_nslots * cm.out_slot_bytes,
+			  cm.out_bytes);
 		if (i)
 			EXPECT_EQ(0, st_comm_destroy(fd, comm));
 	}
 	/* the first communicator kept its count */
 	ASSERT_EQ(0, comm_map(fd, first, &cm));
-	EXPECT_EQ(got[0], cm.out_nslots);
+	EXPECT_EQ(5, cm.out_nslots);
 	EXPECT_EQ(0, st_comm_destroy(fd, first));
 	EXPECT_EQ(0, st_param_set("map_slots", old));
 	close(fd);
+}
+
+struct count_args {
+	uint8_t id[COLL_ID_BYTES];
+	uint32_t n;
+	int *mapped;	/* shared: ranks that have their answer */
+};
+
+/* A rank of slot_count_shared: exits with its communicator's slot count. */
+static int count_main(int rank, void *arg)
+{
+	const struct count_args *a = arg;
+	struct coll_comm_map cm;
+	uint32_t comm;
+	int fd, r;
+
+	fd = st_dev_open();
+	if (fd < 0)
+		return 1;
+	r = comm_join(fd, a->n, (uint32_t)rank, a->id, COLL_COMM_F_MAP,
+		      JOIN_MS, &comm);
+	if (r || comm_map(fd, comm, &cm))
+		return 1;
+	/* stay until all have asked: a rank that leaves kills the comm */
+	__atomic_add_fetch(a->mapped, 1, __ATOMIC_SEQ_CST);
+	if (st_wait_ge(a->mapped, (int)a->n, JOIN_MS))
+		return 1;
+	return cm.out_nslots > 2 && cm.out_nslots < 256 ?
+	       (int)cm.out_nslots : 1;
+}
+
+/* map_slots 0: 64 slots for more ranks than online CPUs (each sees it). */
+TEST(slot_count_shared)
+{
+	long old = st_param_get("map_slots");
+	struct count_args a;
+	struct st_ranks rk;
+	int i;
+
+	if (st_param_get("map_bytes") <= 0 || old < 0)
+		SKIP(return, "module parameter map_bytes is 0");
+	a.n = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN) + 1;
+	if (a.n > COLL_ST_MAX_RANKS)
+		SKIP(return, "%u ranks: more than this harness spawns", a.n);
+	a.mapped = st_shared(sizeof(*a.mapped));
+	ASSERT_NE(NULL, a.mapped);
+	ASSERT_EQ(0, st_param_set("map_slots", 0));
+	st_random_id(a.id);
+	ASSERT_EQ(0, st_ranks_spawn(&rk, (int)a.n, count_main, &a));
+	st_ranks_wait(&rk, 20000, 1000);
+	EXPECT_EQ(0, st_param_set("map_slots", old));
+	for (i = 0; i < rk.n; i++) {
+		ASSERT_TRUE(rk.done[i] && WIFEXITED(rk.status[i]));
+		EXPECT_EQ(64, WEXITSTATUS(rk.status[i])) TH_LOG("rank %d", i);
+	}
+	munmap(a.mapped, sizeof(*a.mapped));
 }
 
 /* COLL_COMM_MAP refuses what it must. */
