@@ -58,7 +58,7 @@ MODULE_PARM_DESC(slot_bytes,
 		 "Blocking collectives of one host with COLL_ALGO_AUTO whose data (every rank's input, and a reduction's result) fits in this many bytes go through the communicator's eager slots: no pinning, and a root returns at once (0: never, at once; at most 262144; the slots are sized at a communicator's first such call)");
 
 /*
- * 64 KiB (1 MiB a communicator with 16 slots): measured with
+ * 64 KiB (1.1 MiB a communicator with 16 slots): measured with
  * bench-eager.sh at 256 KiB, the mapped slots beat the eager path at every
  * size up to 32 KiB a rank for the copies and ReduceScatter, but an
  * AllReduce or a Reduce, where every rank (the root) reduces every input
@@ -68,7 +68,7 @@ MODULE_PARM_DESC(slot_bytes,
 unsigned int coll_map_bytes = 64 << 10;
 module_param_named(map_bytes, coll_map_bytes, uint, 0644);
 MODULE_PARM_DESC(map_bytes,
-		 "Bytes of each of the mapped slots (map_slots) of a communicator joined with COLL_COMM_F_MAP, read when its first rank joins (0: no mapped slots; at most 262144): its blocking collectives whose inputs fit run in user space, without a system call");
+		 "Bytes of each of the mapped slots (map_slots) of a communicator joined with COLL_COMM_F_MAP, in whole 64-byte lines, read when its first rank joins (0: no mapped slots; at most 262144; a slot holds a page and a line more, see out_slot_bytes): its blocking collectives whose inputs fit in a slot run in user space, without a system call");
 
 /*
  * 0: 64 slots (COLL_MAP_SLOTS_SHARED) for a communicator whose ranks on
