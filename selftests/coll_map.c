@@ -227,7 +227,7 @@ TEST(slot_count)
 		SKIP(return, "%s: %s (module not loaded?)", st_dev_path(),
 		     strerror(-fd));
 	if (st_param_get("map_bytes") <= 0 || old < 0)
-		SKIP(return, "module parameter map_bytes is 0");
+		SKIP(return, "module parameter map_bytes is 0 or map_slots unreadable");
 	for (i = 0; i < ARRAY_SIZE(ask); i++) {
 		ASSERT_EQ(0, st_param_set("map_slots", ask[i]));
 		st_random_id(id);
@@ -289,7 +289,7 @@ TEST(slot_count_shared)
 	int i;
 
 	if (st_param_get("map_bytes") <= 0 || old < 0)
-		SKIP(return, "module parameter map_bytes is 0");
+		SKIP(return, "module parameter map_bytes is 0 or map_slots unreadable");
 	a.n = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN) + 1;
 	if (a.n > COLL_ST_MAX_RANKS)
 		SKIP(return, "%u ranks: more than this harness spawns", a.n);
